@@ -1,0 +1,80 @@
+"""Rigid-body dynamics of a serial `Chain`: tau = M(q) qdd + C(q, qd) qd + g(q).
+
+All functions take the chain and arrays of shape (n,) in joint order (`chain.joint_names`):
+q in rad or m, qd in rad/s or m/s, qdd in rad/s^2 or m/s^2, tau in N m or N. Gravity, when
+given, is a (3,) vector in m/s^2 in the URDF root link's frame, as in `load_chain`.
+Every quantity comes from the recursive Newton-Euler pass in `kernels.rnea`.
+"""
+
+import numpy as np
+
+from . import kernels
+
+_ZERO6 = np.zeros(6)
+_ZERO3 = np.zeros(3)
+
+
+def _model(chain):
+    return chain.R0, chain.p0, chain.axis, chain.jtype, chain.mass, chain.h, chain.inertia_origin
+
+
+def _vector(chain, x, name):
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape != (chain.n,):
+        raise ValueError(f"{name} must have shape ({chain.n},), got {x.shape}")
+    return x
+
+
+def _base_acceleration(chain, gravity):
+    """Gravity enters Newton-Euler as an upward base acceleration a0 = -g (base frame)."""
+    g = chain.gravity if gravity is None else chain.gravity_in_base(gravity)
+    return -g
+
+
+def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
+    """Joint torques (n,) N m or N (force for prismatic joints) that produce qdd at (q, qd).
+
+    f_tip: optional (6,) wrench [force N (3); moment N m (3), about the tip link origin] that the
+    tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques.
+    """
+    f = _ZERO6 if f_tip is None else np.asarray(f_tip, dtype=np.float64).reshape(6)
+    return kernels.inverse_dynamics(
+        *_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+        _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
+
+
+def mass_matrix(chain, q):
+    """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
+    return kernels.mass_matrix(*_model(chain), _vector(chain, q, "q"))
+
+
+def bias_forces(chain, q, qd, gravity=None):
+    """C(q, qd) qd + g(q) = ID(q, qd, 0), (n,) N m or N."""
+    return inverse_dynamics(chain, q, qd, np.zeros(chain.n), gravity)
+
+
+def gravity_torques(chain, q, gravity=None):
+    """g(q) = ID(q, 0, 0), (n,) N m or N: the torques that hold the arm still."""
+    zero = np.zeros(chain.n)
+    return inverse_dynamics(chain, q, zero, zero, gravity)
+
+
+def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
+    """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve."""
+    f = _ZERO6 if f_tip is None else np.asarray(f_tip, dtype=np.float64).reshape(6)
+    return kernels.forward_dynamics(
+        *_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+        _vector(chain, tau, "tau"), _base_acceleration(chain, gravity), f)
+
+
+def kinetic_energy(chain, q, qd):
+    """Kinetic energy (J) from the link velocities: sum of 1/2 m v_c^2 + 1/2 w^T I_c w."""
+    return kernels.energies(*_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+                            _ZERO3)[0]
+
+
+def potential_energy(chain, q, gravity=None):
+    """Gravitational potential energy (J), zero with every COM at the base frame origin."""
+    zero = np.zeros(chain.n)
+    return kernels.energies(*_model(chain), _vector(chain, q, "q"), zero,
+                            -_base_acceleration(chain, gravity))[1]

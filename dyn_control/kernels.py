@@ -1,0 +1,257 @@
+"""Loop kernels of the dynamics, compiled by numba when it is installed, plain Python otherwise.
+
+Every function here works on the chain's arrays (see `model.Chain`) and plain float64 arrays.
+Inside the kernels a 3-vector is a tuple (x, y, z): numba keeps tuples in registers, so a
+Newton-Euler pass allocates nothing but its outputs. Frames: everything of body i is expressed in
+body i's frame; (R[i], p[i]) is the pose of body i in body i-1's frame at the current q.
+Wrenches are ordered [force (3); moment (3)], the moment taken about the body frame origin.
+"""
+
+import math
+
+import numpy as np
+
+try:
+    from numba import njit
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised through .py_func in the tests
+    HAVE_NUMBA = False
+
+    def njit(*args, **kwargs):
+        if args and callable(args[0]):
+            args[0].py_func = args[0]
+            return args[0]
+
+        def wrap(func):
+            func.py_func = func
+            return func
+        return wrap
+
+REVOLUTE, PRISMATIC = 0, 1
+_jit = njit(cache=True, fastmath=False, nogil=True)
+
+
+@_jit
+def _cross(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@_jit
+def _add(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@_jit
+def _scale(a, s):
+    return (a[0] * s, a[1] * s, a[2] * s)
+
+
+@_jit
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@_jit
+def _vec(arr, i):
+    return (arr[i, 0], arr[i, 1], arr[i, 2])
+
+
+@_jit
+def _mul(R, i, v):
+    """R[i] @ v."""
+    return (R[i, 0, 0] * v[0] + R[i, 0, 1] * v[1] + R[i, 0, 2] * v[2],
+            R[i, 1, 0] * v[0] + R[i, 1, 1] * v[1] + R[i, 1, 2] * v[2],
+            R[i, 2, 0] * v[0] + R[i, 2, 1] * v[1] + R[i, 2, 2] * v[2])
+
+
+@_jit
+def _mul_t(R, i, v):
+    """R[i].T @ v."""
+    return (R[i, 0, 0] * v[0] + R[i, 1, 0] * v[1] + R[i, 2, 0] * v[2],
+            R[i, 0, 1] * v[0] + R[i, 1, 1] * v[1] + R[i, 2, 1] * v[2],
+            R[i, 0, 2] * v[0] + R[i, 1, 2] * v[1] + R[i, 2, 2] * v[2])
+
+
+@_jit
+def joint_poses(R0, p0, axis, jtype, q, R, p):
+    """Fill R (n, 3, 3) and p (n, 3) with body i's pose in body i-1's frame at q (rad or m)."""
+    for i in range(q.shape[0]):
+        ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
+        if jtype[i] == PRISMATIC:
+            for r in range(3):
+                for c in range(3):
+                    R[i, r, c] = R0[i, r, c]
+                p[i, r] = p0[i, r] + q[i] * (R0[i, r, 0] * ax + R0[i, r, 1] * ay + R0[i, r, 2] * az)
+        else:
+            # Rodrigues: Rq = cI + s[a]x + (1 - c) a a^T; R = R0 Rq
+            c, s = math.cos(q[i]), math.sin(q[i])
+            t = 1.0 - c
+            rq = ((c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay),
+                  (t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax),
+                  (t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az))
+            for r in range(3):
+                for k in range(3):
+                    R[i, r, k] = R0[i, r, 0] * rq[0][k] + R0[i, r, 1] * rq[1][k] + R0[i, r, 2] * rq[2][k]
+                p[i, r] = p0[i, r]
+
+
+@_jit
+def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau):
+    """One recursive Newton-Euler pass; writes tau (n,) N m or N.
+
+    a0: (3,) linear acceleration of the base (minus gravity), base frame.
+    f_tip: (6,) wrench [force; moment about the tip frame origin] that the tip exerts on the
+    environment, tip frame. Bodies: mass (n,), h = mass * com (n, 3), inertia_o (n, 3, 3) about
+    the body frame origin.
+    """
+    n = qd.shape[0]
+    w_all = np.empty((n, 3))
+    dw_all = np.empty((n, 3))
+    dv_all = np.empty((n, 3))
+    w, dw, dv = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (a0[0], a0[1], a0[2])
+    for i in range(n):  # forward: velocities and accelerations, base to tip
+        a = _vec(axis, i)
+        pi = _vec(p, i)
+        dv = _mul_t(R, i, _add(_add(dv, _cross(dw, pi)), _cross(w, _cross(w, pi))))
+        w = _mul_t(R, i, w)
+        dw = _mul_t(R, i, dw)
+        if jtype[i] == PRISMATIC:
+            dv = _add(dv, _add(_scale(_cross(w, a), 2.0 * qd[i]), _scale(a, qdd[i])))
+        else:
+            wj = _scale(a, qd[i])
+            dw = _add(dw, _add(_cross(w, wj), _scale(a, qdd[i])))
+            w = _add(w, wj)
+        for k in range(3):
+            w_all[i, k], dw_all[i, k], dv_all[i, k] = w[k], dw[k], dv[k]
+    f = (f_tip[0], f_tip[1], f_tip[2])
+    m = (f_tip[3], f_tip[4], f_tip[5])
+    for i in range(n - 1, -1, -1):  # backward: wrenches, tip to base
+        w, dw, dv, hi = _vec(w_all, i), _vec(dw_all, i), _vec(dv_all, i), _vec(h, i)
+        iw = _mul(inertia_o, i, w)
+        idw = _mul(inertia_o, i, dw)
+        # body wrench about its frame origin: f = m dv + dw x h + w x (w x h),
+        # n = I_o dw + w x I_o w + h x dv
+        f = _add(f, _add(_scale(dv, mass[i]), _add(_cross(dw, hi), _cross(w, _cross(w, hi)))))
+        m = _add(m, _add(idw, _add(_cross(w, iw), _cross(hi, dv))))
+        a = _vec(axis, i)
+        tau[i] = _dot(a, f) if jtype[i] == PRISMATIC else _dot(a, m)
+        # carry the wrench to the parent's frame origin
+        pi = _vec(p, i)
+        f = _mul(R, i, f)
+        m = _add(_mul(R, i, m), _cross(pi, f))
+
+
+@_jit
+def inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
+    n = q.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    tau = np.empty(n)
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau)
+    return tau
+
+
+@_jit
+def _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M):
+    """Column j of M = ID(q, qd=0, qdd=e_j) with gravity and tip wrench off."""
+    n = M.shape[0]
+    zero_n, e = np.zeros(n), np.zeros(n)
+    zero3, zero6 = np.zeros(3), np.zeros(6)
+    col = np.empty(n)
+    for j in range(n):
+        e[j] = 1.0
+        rnea(R, p, axis, jtype, mass, h, inertia_o, zero_n, e, zero3, zero6, col)
+        e[j] = 0.0
+        for i in range(n):
+            M[i, j] = col[i]
+
+
+@_jit
+def mass_matrix(R0, p0, axis, jtype, mass, h, inertia_o, q):
+    n = q.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    M = np.empty((n, n))
+    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    return M
+
+
+@_jit
+def cholesky_solve(M, b):
+    """Solve M x = b for symmetric positive definite M by Cholesky; raises if M is not SPD."""
+    n = b.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        d = M[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            raise ValueError("mass matrix is not positive definite")
+        L[j, j] = math.sqrt(d)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    y = np.empty(n)
+    for i in range(n):  # L y = b
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * y[k]
+        y[i] = s / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):  # L^T x = y
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+@_jit
+def forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, a0, f_tip):
+    """qdd = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve."""
+    n = q.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    bias = np.empty(n)
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias)
+    M = np.empty((n, n))
+    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    return cholesky_solve(M, tau - bias)
+
+
+@_jit
+def energies(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, g):
+    """(kinetic J, potential J) from link velocities and world positions; g (3,) base frame.
+
+    Kinetic: sum over bodies of 1/2 (m v.v + 2 v.(w x h) + w.I_o w), v the frame origin velocity.
+    Potential: -sum m g.x_com, zero at the base frame origin.
+    """
+    n = q.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    Rw = np.empty((2, 3, 3))  # Rw[0]: body frame in the base frame; Rw[1]: scratch
+    Rw[0] = np.eye(3)
+    pw = (0.0, 0.0, 0.0)
+    w, v = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    kinetic, potential = 0.0, 0.0
+    G = (g[0], g[1], g[2])
+    for i in range(n):
+        a, pi = _vec(axis, i), _vec(p, i)
+        v = _mul_t(R, i, _add(v, _cross(w, pi)))
+        w = _mul_t(R, i, w)
+        if jtype[i] == PRISMATIC:
+            v = _add(v, _scale(a, qd[i]))
+        else:
+            w = _add(w, _scale(a, qd[i]))
+        pw = _add(pw, _mul(Rw, 0, pi))
+        for r in range(3):
+            for c in range(3):
+                Rw[1, r, c] = Rw[0, r, 0] * R[i, 0, c] + Rw[0, r, 1] * R[i, 1, c] + Rw[0, r, 2] * R[i, 2, c]
+        Rw[0] = Rw[1]
+        hi = _vec(h, i)
+        kinetic += 0.5 * (mass[i] * _dot(v, v) + 2.0 * _dot(v, _cross(w, hi))
+                          + _dot(w, _mul(inertia_o, i, w)))
+        potential -= _dot(G, _add(_scale(pw, mass[i]), _mul(Rw, 0, hi)))  # m * COM in base frame
+    return kinetic, potential

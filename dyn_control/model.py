@@ -1,0 +1,495 @@
+"""URDF -> serial joint chain with lumped rigid bodies.
+
+A `Chain` is what the dynamics needs and nothing more: for each controlled joint i (base to tip)
+
+- the fixed pose of joint i's frame in body i-1's frame (`R0[i]`, `p0[i]`; body -1 is the base),
+- the joint type and unit axis in joint i's frame (which is body i's frame, the URDF child link),
+- body i's lumped inertia in its own frame: mass (kg), centre of mass (m), rotational inertia
+  about the centre of mass (kg m^2).
+
+Body i is the child link of joint i plus every link that hangs off it without crossing joint
+i+1: fixed children, branches, grippers, sensors and everything past the tip, all taken rigidly
+at their joints' zero position (parallel-axis theorem). Gravity is stored in the base frame (the
+root link's frame). No ROS import here: this module is plain numpy plus urdf_parser_py.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+REVOLUTE, PRISMATIC = 0, 1
+_MOVABLE = ("revolute", "continuous", "prismatic")
+_INERTIA_RTOL = 1e-6  # relative slack of the symmetry / PSD / triangle-inequality checks
+
+
+class URDFError(ValueError):
+    """A URDF that cannot be turned into a chain; the message names the link or joint."""
+
+
+class InertiaWarning(UserWarning):
+    """Physically invalid inertia, reported instead of raised when strict=False."""
+
+
+@dataclass(frozen=True)
+class JointInfo:
+    """One controlled joint: name, URDF type, unit axis (joint frame) and its limits."""
+
+    name: str
+    type: str  # "revolute", "continuous" or "prismatic"
+    axis: tuple
+    parent_link: str
+    child_link: str
+    lower: float = -np.inf  # rad or m
+    upper: float = np.inf
+    effort: float = np.inf  # N m or N
+    velocity: float = np.inf  # rad/s or m/s
+    damping: float = 0.0  # N m s/rad or N s/m
+    friction: float = 0.0  # N m or N
+
+
+@dataclass
+class Chain:
+    """A serial chain of n joints with lumped bodies; arrays are float64, index i = joint i.
+
+    R0: (n, 3, 3), p0: (n, 3) m -- pose of joint i's frame in body i-1's frame at q_i = 0.
+    axis: (n, 3) unit vectors in joint i's frame; jtype: (n,) REVOLUTE or PRISMATIC.
+    mass: (n,) kg; com: (n, 3) m and inertia: (n, 3, 3) kg m^2 about the COM, in body i's frame.
+    gravity: (3,) m/s^2 in the base frame. base_rotation: (3, 3) base frame in the URDF root frame.
+    """
+
+    joints: tuple
+    root_link: str
+    tip_link: str
+    R0: np.ndarray
+    p0: np.ndarray
+    axis: np.ndarray
+    jtype: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia: np.ndarray
+    gravity: np.ndarray
+    base_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    lumped_links: tuple = ()  # per body, the URDF links lumped into it
+    findings: tuple = ()  # validity findings (warnings) for `inspect`
+
+    def __post_init__(self):
+        # The kernels use the inertia about the body frame origin and the first mass moment.
+        self.h = self.mass[:, None] * self.com
+        self.inertia_origin = np.array([
+            inertia + m * (c @ c * np.eye(3) - np.outer(c, c))
+            for m, c, inertia in zip(self.mass, self.com, self.inertia)
+        ]).reshape(-1, 3, 3)
+
+    @property
+    def n(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> list:
+        return [j.name for j in self.joints]
+
+    def _limit(self, name):
+        return np.array([getattr(j, name) for j in self.joints], dtype=float)
+
+    @property
+    def lower(self):
+        return self._limit("lower")
+
+    @property
+    def upper(self):
+        return self._limit("upper")
+
+    @property
+    def effort_limits(self):
+        return self._limit("effort")
+
+    @property
+    def velocity_limits(self):
+        return self._limit("velocity")
+
+    @property
+    def damping(self):
+        return self._limit("damping")
+
+    @property
+    def friction(self):
+        return self._limit("friction")
+
+    def gravity_in_base(self, gravity):
+        """Gravity given in the URDF root frame -> (3,) in the base frame."""
+        return self.base_rotation.T @ np.asarray(gravity, dtype=float).reshape(3)
+
+
+# ---------------------------------------------------------------- small geometry helpers
+
+
+def rpy_matrix(rpy) -> np.ndarray:
+    """URDF fixed-axis roll-pitch-yaw -> rotation matrix R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def _pose(origin):
+    """urdf_parser_py Pose (or None) -> (R, p)."""
+    if origin is None:
+        return np.eye(3), np.zeros(3)
+    xyz = origin.xyz if origin.xyz is not None else (0.0, 0.0, 0.0)
+    rpy = origin.rpy if origin.rpy is not None else (0.0, 0.0, 0.0)
+    return rpy_matrix(rpy), np.array(xyz, dtype=float)
+
+
+def _compose(a, b):
+    """Pose b given in frame a -> pose in a's parent frame."""
+    return a[0] @ b[0], a[0] @ b[1] + a[1]
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _read_urdf_text(source) -> str:
+    """A path (.urdf or .xacro) or an XML string -> URDF XML text."""
+    text = str(source)
+    if text.lstrip().startswith("<"):
+        return text
+    if not os.path.isfile(text):
+        raise URDFError(f"URDF file not found: {text!r}")
+    if text.endswith(".xacro"):
+        try:
+            import xacro
+        except ImportError as err:  # pragma: no cover - xacro is a declared dependency
+            raise URDFError(f"cannot expand {text!r}: the xacro package is not installed") from err
+        try:
+            return xacro.process_file(text).toprettyxml(indent="  ")
+        except Exception as err:  # xacro raises many types; report them as one
+            raise URDFError(f"xacro failed on {text!r}: {err}") from err
+    with open(text, encoding="utf-8") as f:
+        return f.read()
+
+
+# What the dynamics reads of a URDF; everything else (visuals, materials, transmissions in
+# either format, <gazebo>, <ros2_control>, sensors, vendor tags) is dropped before parsing, so a
+# tag urdf_parser_py does not know, or knows more strictly than urdfdom, cannot stop the load.
+_KEEP = {"link": {"inertial"}, "joint": {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic"}}
+
+
+def _dynamics_only(text: str) -> bytes:
+    """URDF XML -> the same robot with only links' <inertial> and joints' kinematic tags."""
+    from xml.etree import ElementTree
+
+    try:
+        robot = ElementTree.fromstring(text.encode("utf-8"))
+    except ElementTree.ParseError as err:
+        raise URDFError(f"cannot parse URDF: {err}") from err
+    if robot.tag != "robot":
+        raise URDFError(f"cannot parse URDF: root element is <{robot.tag}>, not <robot>")
+    for attr in list(robot.attrib):
+        if attr != "name":
+            del robot.attrib[attr]
+    for element in list(robot):
+        keep = _KEEP.get(element.tag)
+        if keep is None:
+            robot.remove(element)
+            continue
+        for child in list(element):
+            if child.tag not in keep:
+                element.remove(child)
+    return ElementTree.tostring(robot)
+
+
+def _parse(text: str):
+    """URDF XML -> urdf_parser_py Robot, quietly."""
+    from urdf_parser_py import urdf
+    from urdf_parser_py.xml_reflection import core
+
+    xml = _dynamics_only(text)
+    notes = []
+    saved = core.on_error
+    core.on_error = notes.append
+    try:
+        return urdf.URDF.from_xml_string(xml)
+    except Exception as err:  # ParseError, ValueError, TypeError ... on malformed values
+        msg = " ".join(str(err).split())
+        raise URDFError(f"cannot parse URDF: {msg}") from err
+    finally:
+        core.on_error = saved
+
+
+def _check_inertia(link, mass, inertia):
+    """Return a list of problems with one link's inertial data (empty if valid)."""
+    problems = []
+    if not np.isfinite(mass) or not np.all(np.isfinite(inertia)):
+        return [f"link '{link}': non-finite mass or inertia (mass={mass}, inertia={inertia.tolist()})"]
+    if mass < 0:
+        problems.append(f"link '{link}': negative mass {mass:g} kg")
+    scale = max(np.abs(inertia).max(), 1e-12)
+    if np.abs(inertia - inertia.T).max() > _INERTIA_RTOL * scale:
+        problems.append(f"link '{link}': inertia tensor not symmetric: {inertia.tolist()}")
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    if eig[0] < -_INERTIA_RTOL * scale:
+        problems.append(
+            f"link '{link}': inertia tensor not positive semi-definite, "
+            f"principal moments {np.round(eig, 12).tolist()}")
+    elif eig[0] + eig[1] < eig[2] - _INERTIA_RTOL * scale:
+        problems.append(
+            f"link '{link}': principal moments {np.round(eig, 12).tolist()} break the triangle "
+            f"inequality I1 + I2 >= I3 ({eig[0] + eig[1]:.6g} < {eig[2]:.6g})")
+    return problems
+
+
+def _link_inertial(link):
+    """(mass, com (3,), inertia about com (3, 3)) in the link frame; no <inertial> -> zeros."""
+    inertial = link.inertial
+    if inertial is None:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    mass = float(inertial.mass) if inertial.mass is not None else 0.0
+    inertia = np.zeros((3, 3))
+    i = inertial.inertia
+    if i is not None:
+        ixx, ixy, ixz, iyy, iyz, izz = (float(v or 0.0) for v in (i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz))
+        inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    R, p = _pose(inertial.origin)
+    return mass, p, R @ inertia @ R.T
+
+
+class _Tree:
+    """Links and joints of a URDF as a checked tree: one root, one parent per link, no cycles."""
+
+    def __init__(self, robot):
+        self.links = {}
+        for link in robot.links:
+            self.links[link.name] = link
+        self.joints = {}
+        self.parent_joint = {}  # child link -> joint
+        self.child_joints = {name: [] for name in self.links}
+        for joint in robot.joints:
+            if joint.name in self.joints:
+                raise URDFError(f"joint '{joint.name}' is defined twice")
+            self.joints[joint.name] = joint
+            for role, link in (("parent", joint.parent), ("child", joint.child)):
+                if link not in self.links:
+                    raise URDFError(f"joint '{joint.name}': {role} link '{link}' is not defined")
+            if joint.child in self.parent_joint:
+                other = self.parent_joint[joint.child].name
+                raise URDFError(
+                    f"link '{joint.child}' has two parents (joints '{other}' and '{joint.name}')")
+            self.parent_joint[joint.child] = joint
+            self.child_joints[joint.parent].append(joint)
+        if not self.links:
+            raise URDFError("URDF has no links")
+        roots = [name for name in self.links if name not in self.parent_joint]
+        if not roots:
+            cycle_link = next(iter(self.links))
+            raise URDFError(f"joints form a cycle through link '{self._on_cycle(cycle_link)}'")
+        reached = set(self.subtree(roots[0]))
+        for name in self.links:
+            if name not in reached and name not in roots:
+                raise URDFError(f"joints form a cycle through link '{self._on_cycle(name)}'")
+        if len(roots) > 1:
+            raise URDFError(f"URDF has several root links (not connected by joints): {roots}")
+        self.root = roots[0]
+
+    def _on_cycle(self, link):
+        seen = []
+        while link not in seen:
+            seen.append(link)
+            link = self.parent_joint[link].parent
+        return link
+
+    def subtree(self, link, stop=()):
+        """Links reachable from `link` going down, not crossing the joints named in `stop`."""
+        out, todo = [], [link]
+        while todo:
+            name = todo.pop()
+            out.append(name)
+            todo.extend(j.child for j in self.child_joints[name] if j.name not in stop)
+        return out
+
+    def path(self, root, tip):
+        """Joints from link `root` down to link `tip`, in order; error if tip is not below root."""
+        joints, link = [], tip
+        while link != root:
+            joint = self.parent_joint.get(link)
+            if joint is None:
+                raise URDFError(f"link '{tip}' is not below root link '{root}'")
+            joints.append(joint)
+            link = joint.parent
+        return joints[::-1]
+
+    def default_tip(self, root):
+        """End link of the longest path of movable joints below `root`; error if ambiguous."""
+        best, ends = 0, []
+        todo = [(root, 0, None)]
+        while todo:
+            link, count, end = todo.pop()
+            if count > best:
+                best, ends = count, [end]
+            elif count == best and end is not None and end not in ends:
+                ends.append(end)
+            for j in self.child_joints[link]:
+                moves = j.type != "fixed"
+                todo.append((j.child, count + moves, j.child if moves else end))
+        if best == 0:
+            raise URDFError(f"no movable joint below root link '{root}'")
+        if len(ends) > 1:
+            raise URDFError(
+                f"tip link is ambiguous: {len(ends)} paths of {best} movable joints end at "
+                f"links {sorted(ends)}; set tip_link or joints")
+        return ends[0]
+
+
+def _select(tree, root_link, tip_link, joints):
+    """-> (root, tip, path joints) of the chain, after checking names and consistency."""
+    for role, link in (("root_link", root_link), ("tip_link", tip_link)):
+        if link is not None and link not in tree.links:
+            raise URDFError(f"{role} '{link}' is not a link of the URDF")
+    if joints is not None:
+        joints = list(joints)
+        if not joints:
+            raise URDFError("joints is empty")
+        for name in joints:
+            if name not in tree.joints:
+                raise URDFError(f"joint '{name}' (in joints) is not a joint of the URDF")
+            if tree.joints[name].type == "fixed":
+                raise URDFError(f"joint '{name}' (in joints) is fixed")
+        depth = {name: len(tree.path(tree.root, tree.joints[name].child)) for name in joints}
+        ordered = sorted(joints, key=depth.get)
+        root = root_link or tree.joints[ordered[0]].parent
+        tip = tip_link or tree.joints[ordered[-1]].child
+    else:
+        root = root_link or tree.root
+        tip = tip_link or tree.default_tip(root)
+    path = tree.path(root, tip)
+    on_path = {j.name for j in path}
+    if joints is not None:
+        for name in joints:
+            if name not in on_path:
+                raise URDFError(
+                    f"joint '{name}' (in joints) is not on the path from '{root}' to '{tip}'")
+        for j in path:
+            if j.type != "fixed" and j.name not in joints:
+                raise URDFError(
+                    f"joint '{j.name}' ({j.type}) is on the path from '{root}' to '{tip}' "
+                    "but not in joints")
+    for j in path:
+        if j.type in ("floating", "planar"):
+            raise URDFError(
+                f"joint '{j.name}' is {j.type}: only revolute, continuous, prismatic and fixed "
+                f"joints can be on the chain (set root_link below it)")
+        if j.type != "fixed" and j.mimic is not None:
+            raise URDFError(f"joint '{j.name}' mimics joint '{j.mimic.joint}': mimic joints "
+                            "cannot be on the chain")
+    if not any(j.type != "fixed" for j in path):
+        raise URDFError(f"no movable joint between '{root}' and '{tip}'")
+    return root, tip, path
+
+
+def _joint_info(j):
+    axis = np.array(j.axis if j.axis is not None else (1.0, 0.0, 0.0), dtype=float)
+    norm = np.linalg.norm(axis)
+    if not np.isfinite(norm) or norm < 1e-12:
+        raise URDFError(f"joint '{j.name}' has a zero or invalid axis {axis.tolist()}")
+    axis = axis / norm
+    lim, dyn = j.limit, j.dynamics
+
+    def value(obj, name, default):
+        v = getattr(obj, name, None) if obj is not None else None
+        return default if v is None else float(v)
+
+    lower, upper = -np.inf, np.inf
+    if j.type != "continuous" and lim is not None:
+        lower, upper = value(lim, "lower", 0.0), value(lim, "upper", 0.0)
+    info = JointInfo(
+        name=j.name, type=j.type, axis=tuple(axis), parent_link=j.parent, child_link=j.child,
+        lower=lower, upper=upper,
+        effort=value(lim, "effort", np.inf), velocity=value(lim, "velocity", np.inf),
+        damping=value(dyn, "damping", 0.0), friction=value(dyn, "friction", 0.0))
+    return info, axis
+
+
+def _lump(tree, start, stop, problems):
+    """Rigidly lump the subtree of link `start` (not crossing joint `stop`) -> inertia in its frame."""
+    mass, h, inertia_o, links = 0.0, np.zeros(3), np.zeros((3, 3)), []
+    todo = [(start, np.eye(3), np.zeros(3))]
+    while todo:
+        name, R, p = todo.pop()
+        links.append(name)
+        m, c, inertia = _link_inertial(tree.links[name])
+        problems.extend(_check_inertia(name, m, inertia))
+        c = R @ c + p
+        mass += m
+        h += m * c
+        inertia_o += R @ inertia @ R.T + m * (c @ c * np.eye(3) - np.outer(c, c))
+        for j in tree.child_joints[name]:
+            if j.name != stop:  # off-chain joints are taken at their zero position
+                todo.append((j.child, *_compose((R, p), _pose(j.origin))))
+    com = h / mass if mass > 0 else np.zeros(3)
+    inertia_com = inertia_o - mass * (com @ com * np.eye(3) - np.outer(com, com))
+    return mass, com, 0.5 * (inertia_com + inertia_com.T), links
+
+
+def load_chain(source, root_link=None, tip_link=None, joints=None,
+               gravity=(0.0, 0.0, -9.81), strict=True) -> Chain:
+    """Build a `Chain` from a URDF file path, a .xacro file or a URDF XML string.
+
+    root_link: base of the chain (default: the URDF root). tip_link: end of the chain (default:
+    end of the longest path of movable joints). joints: the controlled joints (ros2_control
+    style), which must be all the movable joints of one root-to-tip path; chain.joint_names
+    follows the path order. gravity: (3,) m/s^2 in the URDF root link's frame. strict=False turns
+    physically invalid inertia from an error into an InertiaWarning.
+    Raises URDFError naming the offending link or joint.
+    """
+    tree = _Tree(_parse(_read_urdf_text(source)))
+    root, tip, path = _select(tree, root_link, tip_link, joints)
+    movable = [j for j in path if j.type != "fixed"]
+
+    infos, axes, R0, p0 = [], [], [], []
+    pose = (np.eye(3), np.zeros(3))  # fixed joints between body i-1 and joint i accumulate here
+    for j in path:
+        pose = _compose(pose, _pose(j.origin))
+        if j.type in _MOVABLE:
+            info, axis = _joint_info(j)
+            infos.append(info)
+            axes.append(axis)
+            R0.append(pose[0])
+            p0.append(pose[1])
+            pose = (np.eye(3), np.zeros(3))
+        elif j.type != "fixed":  # pragma: no cover - _select rejects these
+            raise URDFError(f"joint '{j.name}' has unsupported type {j.type}")
+
+    problems, masses, coms, inertias, lumped = [], [], [], [], []
+    for k, j in enumerate(movable):
+        stop = movable[k + 1].name if k + 1 < len(movable) else None
+        m, c, inertia, links = _lump(tree, j.child, stop, problems)
+        masses.append(m)
+        coms.append(c)
+        inertias.append(inertia)
+        lumped.append(tuple(links))
+    problems = list(dict.fromkeys(problems))
+    if problems and strict:
+        raise URDFError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    for problem in problems:
+        warnings.warn(problem, InertiaWarning, stacklevel=2)
+
+    base_rotation = np.eye(3)
+    for j in tree.path(tree.root, root):  # joints above the chain are taken at zero position
+        base_rotation = base_rotation @ _pose(j.origin)[0]
+    gravity = np.asarray(gravity, dtype=float).reshape(3)
+    if not np.all(np.isfinite(gravity)):
+        raise URDFError(f"gravity must be finite, got {gravity.tolist()}")
+
+    return Chain(
+        joints=tuple(infos), root_link=root, tip_link=tip,
+        R0=np.array(R0), p0=np.array(p0), axis=np.array(axes),
+        jtype=np.array([PRISMATIC if i.type == "prismatic" else REVOLUTE for i in infos], dtype=np.int64),
+        mass=np.array(masses), com=np.array(coms), inertia=np.array(inertias),
+        gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
+        lumped_links=tuple(lumped), findings=tuple(problems))
