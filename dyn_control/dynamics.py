@@ -35,9 +35,10 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     """Joint torques (n,) N m or N (force for prismatic joints) that produce qdd at (q, qd).
 
     f_tip: optional (6,) wrench [force N (3); moment N m (3), about the tip link origin] that the
-    tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques.
+    tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques
+    (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
-    f = _ZERO6 if f_tip is None else np.asarray(f_tip, dtype=np.float64).reshape(6)
+    f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     return kernels.inverse_dynamics(
         *_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
@@ -61,7 +62,7 @@ def gravity_torques(chain, q, gravity=None):
 
 def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
     """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve."""
-    f = _ZERO6 if f_tip is None else np.asarray(f_tip, dtype=np.float64).reshape(6)
+    f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     return kernels.forward_dynamics(
         *_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, tau, "tau"), _base_acceleration(chain, gravity), f)

@@ -59,6 +59,8 @@ class Chain:
     axis: (n, 3) unit vectors in joint i's frame; jtype: (n,) REVOLUTE or PRISMATIC.
     mass: (n,) kg; com: (n, 3) m and inertia: (n, 3, 3) kg m^2 about the COM, in body i's frame.
     gravity: (3,) m/s^2 in the base frame. base_rotation: (3, 3) base frame in the URDF root frame.
+    tip_rotation, tip_offset: pose of the tip link in body n-1's frame (fixed joints past the
+    last movable joint).
     """
 
     joints: tuple
@@ -73,6 +75,8 @@ class Chain:
     inertia: np.ndarray
     gravity: np.ndarray
     base_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    tip_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # tip link in body n-1
+    tip_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m, in body n-1
     lumped_links: tuple = ()  # per body, the URDF links lumped into it
     findings: tuple = ()  # validity findings (warnings) for `inspect`
 
@@ -118,6 +122,14 @@ class Chain:
     @property
     def friction(self):
         return self._limit("friction")
+
+    def wrench_at_last_body(self, f_tip):
+        """(6,) wrench [force; moment] in the tip link frame about its origin -> same wrench in
+        body n-1's frame about that body's origin."""
+        f_tip = np.asarray(f_tip, dtype=float).reshape(6)
+        force = self.tip_rotation @ f_tip[:3]
+        moment = self.tip_rotation @ f_tip[3:] + np.cross(self.tip_offset, force)
+        return np.concatenate([force, moment])
 
     def gravity_in_base(self, gravity):
         """Gravity given in the URDF root frame -> (3,) in the base frame."""
@@ -492,4 +504,5 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         jtype=np.array([PRISMATIC if i.type == "prismatic" else REVOLUTE for i in infos], dtype=np.int64),
         mass=np.array(masses), com=np.array(coms), inertia=np.array(inertias),
         gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
+        tip_rotation=pose[0], tip_offset=pose[1],
         lumped_links=tuple(lumped), findings=tuple(problems))

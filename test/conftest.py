@@ -1,0 +1,37 @@
+"""Shared test helpers: where the reference URDFs are, and the reference libraries.
+
+The reference libraries (pinocchio, example-robot-data, scipy, hypothesis) are test-only
+dependencies; `make test` installs them. Where one is missing a test is skipped with the reason,
+except when DYN_CONTROL_REQUIRE_REFERENCES=1 (set by `make test` and CI): then a missing
+reference is a failure, so CI can never pass by skipping.
+"""
+
+import importlib
+import os
+import pathlib
+import sys
+import sysconfig
+
+import pytest
+
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
+URDF_DIR = PACKAGE_DIR / "urdf"
+CONFIG_DIR = PACKAGE_DIR / "config"
+
+
+def require(module):
+    """Import a reference library, skipping (or failing under CI) when it is not installed."""
+    if os.environ.get("DYN_CONTROL_REQUIRE_REFERENCES") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"reference library '{module}' not installed")
+
+
+def robots_dir():
+    """example-robot-data's robots folder (installed by cmeel under site-packages)."""
+    for base in (sysconfig.get_paths()["purelib"], *sys.path):
+        path = pathlib.Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
+        if path.is_dir():
+            return path
+    if os.environ.get("DYN_CONTROL_REQUIRE_REFERENCES") == "1":
+        raise RuntimeError("example-robot-data is not installed")
+    pytest.skip("reference URDFs of example-robot-data not installed")
