@@ -19,6 +19,8 @@ def _model(chain):
 
 
 def _vector(chain, x, name):
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (chain.n,):
+        return x  # the common case in a control loop: no conversion, no copy
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (chain.n,):
         raise ValueError(f"{name} must have shape ({chain.n},), got {x.shape}")
@@ -27,8 +29,7 @@ def _vector(chain, x, name):
 
 def _base_acceleration(chain, gravity):
     """Gravity enters Newton-Euler as an upward base acceleration a0 = -g (base frame)."""
-    g = chain.gravity if gravity is None else chain.gravity_in_base(gravity)
-    return -g
+    return chain.base_acceleration if gravity is None else -chain.gravity_in_base(gravity)
 
 
 def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):

@@ -61,6 +61,8 @@ class Chain:
     gravity: (3,) m/s^2 in the base frame. base_rotation: (3, 3) base frame in the URDF root frame.
     tip_rotation, tip_offset: pose of the tip link in body n-1's frame (fixed joints past the
     last movable joint).
+    A chain is read-only once built (derived arrays are computed once); to use another gravity,
+    pass `gravity=` to the dynamics functions.
     """
 
     joints: tuple
@@ -81,6 +83,7 @@ class Chain:
     findings: tuple = ()  # validity findings (warnings) for `inspect`
 
     def __post_init__(self):
+        self.base_acceleration = -self.gravity  # how gravity enters Newton-Euler
         # The kernels use the inertia about the body frame origin and the first mass moment.
         self.h = self.mass[:, None] * self.com
         self.inertia_origin = np.array([
@@ -372,8 +375,12 @@ def _select(tree, root_link, tip_link, joints):
                 raise URDFError(f"joint '{name}' (in joints) is not a joint of the URDF")
             if tree.joints[name].type == "fixed":
                 raise URDFError(f"joint '{name}' (in joints) is fixed")
-        depth = {name: len(tree.path(tree.root, tree.joints[name].child)) for name in joints}
-        ordered = sorted(joints, key=depth.get)
+        paths = {name: tree.path(tree.root, tree.joints[name].child) for name in joints}
+        ordered = sorted(joints, key=lambda name: len(paths[name]))
+        for upper, lower in zip(ordered, ordered[1:]):
+            if tree.joints[upper] not in paths[lower]:
+                raise URDFError(f"joints '{upper}' and '{lower}' (in joints) are not on one "
+                                "root-to-tip path")
         root = root_link or tree.joints[ordered[0]].parent
         tip = tip_link or tree.joints[ordered[-1]].child
     else:

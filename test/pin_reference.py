@@ -19,13 +19,16 @@ class PinReference:
         self.idx = [self.model.joints[self.model.getJointId(n)] for n in self.names]
         self.v_idx = [j.idx_v for j in self.idx]
         lock = [self.model.getJointId(n) for n in self.model.names[1:] if n not in self.names]
-        try:
-            self.reduced = pin.buildReducedModel(self.model, lock, pin.neutral(self.model))
-            self.reduced_data = self.reduced.createData()
-        except ValueError:
-            self.reduced = None
+        self.reduced = self.model
+        if lock:
+            try:
+                self.reduced = pin.buildReducedModel(self.model, lock, pin.neutral(self.model))
+            except ValueError:
+                self.reduced = None
+        self.reduced_data = self.reduced.createData() if self.reduced is not None else None
 
-    def _q(self, model, q):
+    def q_of(self, model, q):
+        """Chain joint values -> Pinocchio configuration of `model`, other joints neutral."""
         qp = pin.neutral(model)
         for name, value in zip(self.names, q):
             j = model.joints[model.getJointId(name)]
@@ -35,7 +38,8 @@ class PinReference:
                 qp[j.idx_q] = value
         return qp
 
-    def _v(self, model, x):
+    def v_of(self, model, x):
+        """Chain joint velocities (or accelerations, torques) -> `model`'s tangent vector."""
         v = np.zeros(model.nv)
         for name, value in zip(self.names, x):
             v[model.joints[model.getJointId(name)].idx_v] = value
@@ -47,7 +51,7 @@ class PinReference:
     def rnea(self, q, qd, qdd, f_tip=None):
         """f_tip: wrench [force; moment] the tip exerts, in the last chain joint's frame."""
         m, d = self.model, self.data
-        args = [m, d, self._q(m, q), self._v(m, qd), self._v(m, qdd)]
+        args = [m, d, self.q_of(m, q), self.v_of(m, qd), self.v_of(m, qdd)]
         if f_tip is not None:
             fext = [pin.Force.Zero() for _ in range(m.njoints)]
             fext[m.getJointId(self.names[-1])] = pin.Force(-np.asarray(f_tip))
@@ -56,16 +60,16 @@ class PinReference:
 
     def crba(self, q):
         m, d = self.model, self.data
-        M = pin.crba(m, d, self._q(m, q))
+        M = pin.crba(m, d, self.q_of(m, q))
         M = np.triu(M) + np.triu(M, 1).T
         return M[np.ix_(self.v_idx, self.v_idx)]
 
     def nle(self, q, qd):
         m, d = self.model, self.data
-        return self._pick(m, pin.nonLinearEffects(m, d, self._q(m, q), self._v(m, qd)))
+        return self._pick(m, pin.nonLinearEffects(m, d, self.q_of(m, q), self.v_of(m, qd)))
 
     def aba(self, q, qd, tau):
         if self.reduced is None:
             return np.linalg.solve(self.crba(q), tau - self.nle(q, qd))
         m, d = self.reduced, self.reduced_data
-        return self._pick(m, pin.aba(m, d, self._q(m, q), self._v(m, qd), self._v(m, tau)))
+        return self._pick(m, pin.aba(m, d, self.q_of(m, q), self.v_of(m, qd), self.v_of(m, tau)))

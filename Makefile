@@ -1,0 +1,34 @@
+# dyn_control on a machine without ROS 2: everything runs from a local venv.
+#   make demo   closed-loop simulated arm (ARM=default_arm or two_link)
+#   make test   the whole test suite (what CI runs)
+#   make bench  dynamics against Pinocchio
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ARM ?= default_arm
+
+.PHONY: demo test bench venv venv-test clean
+
+$(VENV)/.runtime: requirements.txt setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+$(VENV)/.test: $(VENV)/.runtime requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+venv: $(VENV)/.runtime
+venv-test: $(VENV)/.test
+
+test: $(VENV)/.test
+	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test
+
+bench: $(VENV)/.test
+	$(PY) bench/bench_dynamics.py
+
+clean:
+	rm -rf $(VENV) out build install log *.egg-info

@@ -1,0 +1,185 @@
+"""Benchmark: dyn_control's dynamics against Pinocchio, same process, same states.
+
+    python bench/bench_dynamics.py [--json out/bench_dynamics.json] [--quick]
+
+For the seeds' 2R arm, the UR5, the Panda (to panda_hand, fingers lumped) and random serial
+chains of n = 2 ... 64 joints, times inverse_dynamics, mass_matrix, bias_forces and
+forward_dynamics against pin.rnea, pin.crba, pin.nonLinearEffects and pin.aba, prints the table
+with ratios, fits the growth exponent k in t = a + b n^k over the random chains, measures the
+one-time start-up cost (numba compilation, then loading the cache) in fresh processes, and
+checks the targets on the 7-joint arm. Figures are medians over repeats of best-of loops.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import curve_fit
+
+from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
+from dyn_control.examples import random_chain_urdf
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
+from pin_reference import PinReference  # noqa: E402  (the tests' Pinocchio reference)
+
+HERE = pathlib.Path(__file__).resolve().parent
+PACKAGE = HERE.parent
+ROBOTS = (pathlib.Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix" / "share"
+          / "example-robot-data" / "robots")
+SIZES = (2, 4, 8, 16, 32, 64)
+OURS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics")
+THEIRS = ("rnea", "crba", "nonLinearEffects", "aba")
+
+
+def per_call_us(fn, repeat=7, budget=0.05):
+    """Median over `repeat` runs of the mean time per call (us), each run about `budget` s."""
+    fn()
+    loops, start = 1, time.perf_counter()
+    while time.perf_counter() - start < 0.01:
+        fn()
+        loops += 1
+    loops = max(1, int(loops * budget / 0.01))
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        runs.append((time.perf_counter() - start) / loops * 1e6)
+    return float(np.median(runs))
+
+
+def arm_cases(quick):
+    """(name, URDF text or path, load_chain kwargs)."""
+    cases = [("two_link (seed 2R)", PACKAGE / "urdf" / "two_link.urdf", {}),
+             ("ur5", ROBOTS / "ur_description/urdf/ur5_robot.urdf", {}),
+             ("panda", ROBOTS / "panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"})]
+    sizes = SIZES[:3] if quick else SIZES
+    cases += [(f"chain n={n}", random_chain_urdf(n, seed=n, extras=False), {}) for n in sizes]
+    return cases
+
+
+def measure(name, source, kwargs, quick):
+    if not isinstance(source, pathlib.Path):
+        path = pathlib.Path(tempfile.mkdtemp()) / "chain.urdf"
+        path.write_text(source)
+        source = path
+    chain = load_chain(source, **kwargs)
+    ref = PinReference(source, chain)
+    model, data = ref.reduced, ref.reduced_data  # exactly the chain's joints, others locked
+    assert model.nv == chain.n
+    rng = np.random.default_rng(0)
+    q, qd, qdd = rng.uniform(-1, 1, (3, chain.n))
+    qp, vp, ap = ref.q_of(model, q), ref.v_of(model, qd), ref.v_of(model, qdd)
+    budget = 0.01 if quick else 0.05
+    ours = {
+        "inverse_dynamics": per_call_us(lambda: inverse_dynamics(chain, q, qd, qdd), budget=budget),
+        "mass_matrix": per_call_us(lambda: mass_matrix(chain, q), budget=budget),
+        "bias_forces": per_call_us(lambda: bias_forces(chain, q, qd), budget=budget),
+        "forward_dynamics": per_call_us(lambda: forward_dynamics(chain, q, qd, qdd), budget=budget),
+    }
+    theirs = {
+        "rnea": per_call_us(lambda: pin.rnea(model, data, qp, vp, ap), budget=budget),
+        "crba": per_call_us(lambda: pin.crba(model, data, qp), budget=budget),
+        "nonLinearEffects": per_call_us(lambda: pin.nonLinearEffects(model, data, qp, vp),
+                                        budget=budget),
+        "aba": per_call_us(lambda: pin.aba(model, data, qp, vp, ap), budget=budget),
+    }
+    # same numbers, or the timing means nothing
+    np.testing.assert_allclose(inverse_dynamics(chain, q, qd, qdd), ref.rnea(q, qd, qdd), atol=1e-8)
+    return {"arm": name, "n": chain.n, "ours_us": ours, "pinocchio_us": theirs,
+            "ratio": {a: ours[a] / theirs[b] for a, b in zip(OURS, THEIRS)}}
+
+
+def startup_cost():
+    """Seconds from a fresh interpreter to the first results: compiling, then from the cache."""
+    code = ("import time; t0 = time.perf_counter(); import numpy as np; "
+            "from dyn_control import *; t1 = time.perf_counter(); "
+            f"c = load_chain({str(PACKAGE / 'urdf' / 'two_link.urdf')!r}); q = np.zeros(2); "
+            "inverse_dynamics(c, q, q, q); mass_matrix(c, q); forward_dynamics(c, q, q, q); "
+            "kinetic_energy(c, q, q); potential_energy(c, q); t2 = time.perf_counter(); "
+            "print(t1 - t0, t2 - t1)")
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        for label in ("first_run_compile", "later_runs_cached"):
+            res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True, check=True)
+            imp, first = map(float, res.stdout.split())
+            out[label] = {"import_s": imp, "first_calls_s": first}
+    return out
+
+
+def fit_exponent(ns, ts):
+    """k in t = a + b n^k (least squares); a is the fixed per-call cost."""
+    (a, b, k), _ = curve_fit(lambda n, a, b, k: a + b * n**k, np.array(ns, float), np.array(ts),
+                             p0=(ts[0], 0.1, 1.5), bounds=([0, 0, 0.2], [np.inf, np.inf, 4]))
+    return {"k": float(k), "a_us": float(a), "b_us": float(b)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", default=str(PACKAGE / "out" / "bench_dynamics.json"))
+    parser.add_argument("--quick", action="store_true", help="short run (for tests)")
+    args = parser.parse_args()
+
+    rows = [measure(*case, args.quick) for case in arm_cases(args.quick)]
+    head = (f"{'arm':20} {'n':>3} | " + " | ".join(f"{o[:16]:>16} us  x{t[:4]:<4}"
+                                                  for o, t in zip(OURS, THEIRS)))
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        cells = " | ".join(f"{r['ours_us'][o]:16.2f} us  {r['ratio'][o]:5.2f}" for o in OURS)
+        print(f"{r['arm']:20} {r['n']:>3} | {cells}")
+    print("\nPinocchio (us): " + "; ".join(
+        f"{r['arm']}: " + ", ".join(f"{t} {r['pinocchio_us'][t]:.2f}" for t in THEIRS) for r in rows))
+
+    chains = [r for r in rows if r["arm"].startswith("chain")]
+    fits = {}
+    if len(chains) >= 4:
+        ns = [r["n"] for r in chains]
+        for fn in OURS:
+            fits[fn] = fit_exponent(ns, [r["ours_us"][fn] for r in chains])
+        print("\ngrowth in n, t = a + b n^k (a = fixed per-call cost):")
+        for fn, f in fits.items():
+            print(f"  {fn:17} k = {f['k']:.2f}   a = {f['a_us']:.2f} us   b = {f['b_us']:.4f} us")
+
+    startup = startup_cost()
+    print("\nstart-up (fresh process): " + "; ".join(
+        f"{k}: import {v['import_s']:.2f} s + first calls {v['first_calls_s']:.2f} s"
+        for k, v in startup.items()))
+
+    panda = next(r for r in rows if r["arm"] == "panda")
+    ratio_id = panda["ratio"]["inverse_dynamics"]
+    ratio_mb = ((panda["ours_us"]["mass_matrix"] + panda["ours_us"]["bias_forces"])
+                / (panda["pinocchio_us"]["crba"] + panda["pinocchio_us"]["nonLinearEffects"]))
+    targets = [
+        ("7-joint arm (panda): inverse_dynamics / pin.rnea <= 5", ratio_id, ratio_id <= 5),
+        ("7-joint arm (panda): (mass_matrix + bias_forces) / (pin.crba + pin.nle) <= 10",
+         ratio_mb, ratio_mb <= 10),
+    ]
+    if fits:
+        k_id, k_m = fits["inverse_dynamics"]["k"], fits["mass_matrix"]["k"]
+        targets += [("inverse_dynamics grows linearly (k ~ 1)", k_id, 0.7 <= k_id <= 1.3),
+                    ("mass_matrix grows quadratically (k ~ 2)", k_m, 1.7 <= k_m <= 2.3)]
+    print("\ntargets:")
+    for label, value, ok in targets:
+        print(f"  [{'met' if ok else 'MISSED'}] {label}: {value:.2f}")
+
+    out = pathlib.Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup,
+                               "targets": [{"target": t, "value": v, "met": bool(ok)}
+                                           for t, v, ok in targets]}, indent=2))
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

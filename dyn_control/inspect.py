@@ -1,0 +1,72 @@
+"""Print the chain dyn_control builds from a URDF, and what is wrong with the URDF.
+
+    python -m dyn_control.inspect ARM.urdf [--root LINK] [--tip LINK] [--joints J1,J2,...]
+
+The table shows, per controlled joint: type, unit axis (joint frame), the mass lumped into its
+body with the links that went into it, the body's centre of mass (body frame) and the limits.
+Invalid inertia is listed as findings instead of stopping the load. Exit code 1 and one line on
+stderr when no chain can be built.
+"""
+
+import argparse
+import sys
+import warnings
+
+import numpy as np
+
+from .model import URDFError, load_chain
+
+
+def _num(x):
+    return "-" if not np.isfinite(x) else f"{x:.4g}"
+
+
+def format_chain(chain) -> str:
+    """The chain as a text table, followed by the validity findings."""
+    head = ("joint", "type", "axis", "mass kg", "COM m (body frame)", "lower", "upper",
+            "effort", "velocity")
+    rows = []
+    for j, m, c in zip(chain.joints, chain.mass, chain.com):
+        rows.append((j.name, j.type, " ".join(f"{a:+.3f}" for a in j.axis), f"{m:.4g}",
+                     " ".join(f"{v:+.4f}" for v in c), _num(j.lower), _num(j.upper),
+                     _num(j.effort), _num(j.velocity)))
+    widths = [max(len(str(r[k])) for r in [head, *rows]) for k in range(len(head))]
+    line = lambda r: "  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    out = [f"chain: {chain.root_link} -> {chain.tip_link}, {chain.n} joints, "
+           f"total mass {chain.mass.sum():.4g} kg, gravity (base frame) "
+           f"{np.round(chain.gravity, 4).tolist()} m/s^2", "", line(head),
+           line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    out += ["", "lumped links:"]
+    out += [f"  {j.name}: {', '.join(links)}" for j, links in zip(chain.joints, chain.lumped_links)]
+    damped = [j for j in chain.joints if j.damping or j.friction]
+    if damped:
+        out += ["", "joint dynamics:"]
+        out += [f"  {j.name}: damping {j.damping:g}, friction {j.friction:g}" for j in damped]
+    out += ["", "findings:" if chain.findings else "findings: none"]
+    out += [f"  {f}" for f in chain.findings]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dyn_control.inspect", description=__doc__.split("\n")[0])
+    parser.add_argument("urdf", help="URDF or .xacro file")
+    parser.add_argument("--root", help="root link of the chain (default: URDF root)")
+    parser.add_argument("--tip", help="tip link (default: end of the longest movable path)")
+    parser.add_argument("--joints", help="comma-separated controlled joints")
+    args = parser.parse_args(argv)
+    joints = args.joints.split(",") if args.joints else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the findings are printed in the table
+            chain = load_chain(args.urdf, root_link=args.root, tip_link=args.tip, joints=joints,
+                               strict=False)
+    except URDFError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(format_chain(chain))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""ament_python package dyn_control. Dependencies are declared in package.xml (rosdep) and,
+for machines without ROS, in requirements.txt: install_requires pulls nothing from PyPI."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "dyn_control"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "bench"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf") + glob("urdf/*.xacro")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="dyn_control developers",
+    maintainer_email="dyn_control@example.com",
+    description="Computed-torque control of robot arms from their URDF, with a "
+                "forward-dynamics simulator.",
+    license="Apache-2.0",
+    entry_points={"console_scripts": []},
+)

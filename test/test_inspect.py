@@ -1,0 +1,44 @@
+"""`python -m dyn_control.inspect`: the table a user reads first, and one-line errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+from conftest import PACKAGE_DIR, URDF_DIR
+from dyn_control.examples import inertial, joint, link, robot
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "dyn_control.inspect", *map(str, args)],
+                          capture_output=True, text=True, cwd=PACKAGE_DIR, timeout=120)
+
+
+def test_table_lists_joints_masses_and_limits():
+    out = run(URDF_DIR / "two_link.urdf")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith("joint")]
+    assert [r[0] for r in rows[1:]] == ["joint1", "joint2"]
+    # joint, type, axis (3), mass, COM (3), lower, upper, effort, velocity
+    assert rows[1][1] == "revolute" and float(rows[1][5]) == 3.0 and float(rows[2][5]) == 2.0
+    assert rows[1][11:] == ["60", "6"] and rows[2][11:] == ["30", "6"]
+    assert "findings: none" in out.stdout
+
+
+def test_findings_are_listed_not_fatal(tmp_path):
+    bad = tmp_path / "bad.urdf"
+    bad.write_text(robot("b", link("base"), joint("j", "revolute", "base", "l"),
+                         link("l", inertial(1.0, (0, 0, 0), np.diag([0.01, 0.01, 0.05])))))
+    out = run(bad)
+    assert out.returncode == 0, out.stderr
+    assert "link 'l'" in out.stdout and "triangle inequality" in out.stdout
+
+
+def test_unusable_urdf_gives_one_line_and_exit_1(tmp_path):
+    bad = tmp_path / "cycle.urdf"
+    bad.write_text(robot("c", link("a"), link("b"), joint("j", "revolute", "a", "b"),
+                         joint("k", "fixed", "b", "a")))
+    out = run(bad, "--tip", "b")
+    assert out.returncode == 1
+    assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1
+    assert "link 'a'" in out.stderr or "link 'b'" in out.stderr
