@@ -25,5 +25,9 @@ setup(
     description="Computed-torque control of robot arms from their URDF, with a "
                 "forward-dynamics simulator.",
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [
+        "computed_torque_controller = dyn_control.nodes.controller:main",
+        "dynamics_simulator = dyn_control.nodes.simulator:main",
+        "trajectory_demo = dyn_control.nodes.trajectory_demo:main",
+    ]},
 )

@@ -84,6 +84,12 @@ class Chain:
 
     def __post_init__(self):
         self.base_acceleration = -self.gravity  # how gravity enters Newton-Euler
+        # per-joint arrays (n,), built once: the control and simulation ticks read them
+        self.lower, self.upper = self._limit("lower"), self._limit("upper")  # rad or m
+        self.effort_limits = self._limit("effort")  # N m or N
+        self.velocity_limits = self._limit("velocity")  # rad/s or m/s
+        self.damping, self.friction = self._limit("damping"), self._limit("friction")
+        self.continuous = np.array([j.type == "continuous" for j in self.joints], dtype=bool)
         # The kernels use the inertia about the body frame origin and the first mass moment.
         self.h = self.mass[:, None] * self.com
         self.inertia_origin = np.array([
@@ -101,30 +107,6 @@ class Chain:
 
     def _limit(self, name):
         return np.array([getattr(j, name) for j in self.joints], dtype=float)
-
-    @property
-    def lower(self):
-        return self._limit("lower")
-
-    @property
-    def upper(self):
-        return self._limit("upper")
-
-    @property
-    def effort_limits(self):
-        return self._limit("effort")
-
-    @property
-    def velocity_limits(self):
-        return self._limit("velocity")
-
-    @property
-    def damping(self):
-        return self._limit("damping")
-
-    @property
-    def friction(self):
-        return self._limit("friction")
 
     def wrench_at_last_body(self, f_tip):
         """(6,) wrench [force; moment] in the tip link frame about its origin -> same wrench in

@@ -1,0 +1,76 @@
+"""Control laws and their parameters; pure numpy.
+
+e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints). The modes:
+
+- computed_torque: tau = M(q) (qdd_d + Kd ed + Kp e) + C(q, qd) qd + g(q); the error obeys
+  e'' + Kd e' + Kp e = 0 whatever the arm, critically damped for Kd = 2 sqrt(Kp).
+- feedforward:     tau = ID(q_d, qd_d, qdd_d) + Kp e + Kd ed
+- gravity_pd:      tau = g(q) + Kp e + Kd ed (the usual baseline)
+
+Kp (1/s^2) and Kd (1/s) multiply M in computed_torque; in the other modes the same numbers act
+as N m/rad and N m s/rad (N/m, N s/m for prismatic joints).
+"""
+
+import numpy as np
+
+from .dynamics import bias_forces, gravity_torques, inverse_dynamics, mass_matrix
+
+MODES = ("computed_torque", "feedforward", "gravity_pd")
+DEFAULT_KP = 100.0  # 1/s^2: natural frequency 10 rad/s
+
+
+def gain_vector(value, n, name):
+    """A scalar or one value per joint -> (n,) finite, non-negative array; ValueError names it."""
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.ndim != 1 or arr.size not in (1, n):
+        raise ValueError(f"{name} must be a scalar or {n} values, got {list(arr)}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {list(arr)}")
+    return np.broadcast_to(arr, (n,)).copy()
+
+
+def critical_damping(kp):
+    """Kd = 2 sqrt(Kp): the computed-torque error response is critically damped."""
+    return 2.0 * np.sqrt(kp)
+
+
+def check_mode(mode):
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def joint_error(chain, q_d, q):
+    """q_d - q, wrapped to [-pi, pi) on continuous joints."""
+    e = q_d - q
+    wrap = chain.continuous
+    if wrap.any():
+        e[wrap] = (e[wrap] + np.pi) % (2 * np.pi) - np.pi
+    return e
+
+
+def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
+    """Joint torques (n,) N m or N for the mode; arrays (n,) as in the module doc."""
+    e = joint_error(chain, q_d, q)
+    ed = qd_d - qd
+    if mode == "computed_torque":
+        return mass_matrix(chain, q) @ (qdd_d + kd * ed + kp * e) + bias_forces(chain, q, qd)
+    if mode == "feedforward":
+        return inverse_dynamics(chain, q_d, qd_d, qdd_d) + kp * e + kd * ed
+    return gravity_torques(chain, q) + kp * e + kd * ed
+
+
+def saturate(tau, limits):
+    """Clip tau to +-limits (n,); an infinite limit does not clip."""
+    return np.clip(tau, -limits, limits)
+
+
+def effort_limits(chain, override=()):
+    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given.
+
+    A URDF effort of 0 or less (often written for "not specified") means no limit.
+    """
+    limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
+    if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
+        raise ValueError(f"effort_limits must be {chain.n} values >= 0, got {list(override)}")
+    return np.where(limits > 0, limits, np.inf)

@@ -1,0 +1,93 @@
+"""What the controller and simulator nodes share: where the model comes from, and how a node
+stops on bad configuration (one line naming the parameter and its value, exit code 1).
+
+The model comes from the `robot_description` parameter (URDF text, as launch files pass it),
+else the `urdf_file` parameter (a path, .xacro works), else the /robot_description topic
+(std_msgs/String, transient local, as robot_state_publisher publishes it).
+"""
+
+import sys
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+from ..model import URDFError, load_chain
+
+
+class StartupError(RuntimeError):
+    """Bad configuration: the node cannot run. The message is the one line the user sees."""
+
+
+def declare_model_parameters(node):
+    text = ParameterDescriptor(description="URDF XML of the robot")
+    node.declare_parameter("robot_description", "", text)
+    node.declare_parameter("urdf_file", "", ParameterDescriptor(description="URDF or .xacro path"))
+    node.declare_parameter("joints", [""], ParameterDescriptor(
+        description="controlled joints, in command order (default: the chain's joints)"))
+    node.declare_parameter("root_link", "")
+    node.declare_parameter("tip_link", "")
+
+
+def model_text(node):
+    """URDF text from the parameters, or None when it must come from the topic."""
+    description = node.get_parameter("robot_description").value
+    if description.strip():
+        return description
+    path = node.get_parameter("urdf_file").value
+    return path if path.strip() else None
+
+
+def build_chain(node, source):
+    """load_chain from the node's parameters; StartupError with one line on any problem.
+
+    -> (chain, order): the command order is the `joints` parameter's order (default: the
+    chain's), and order[i] is the chain index of the i-th commanded joint.
+    """
+    joints = [j for j in node.get_parameter("joints").value if j]
+    root = node.get_parameter("root_link").value or None
+    tip = node.get_parameter("tip_link").value or None
+    try:
+        chain = load_chain(source, root_link=root, tip_link=tip, joints=joints or None)
+    except URDFError as err:
+        raise StartupError(f"robot model: {err}") from err
+    names = joints or chain.joint_names
+    return chain, np.array([chain.joint_names.index(name) for name in names])
+
+
+def subscribe_robot_description(node, callback):
+    """Latched /robot_description subscription (robot_state_publisher's QoS)."""
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    return node.create_subscription(String, "/robot_description", lambda m: callback(m.data), qos)
+
+
+def run(node_class, args=None):
+    """rclpy.init, build the node, spin until Ctrl-C; exit 1 with one line on StartupError."""
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = node_class()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while rclpy.ok() and node.fatal is None:
+            executor.spin_once(timeout_sec=0.1)
+        if node.fatal is not None:
+            raise node.fatal
+    except StartupError as err:
+        name = node_class.NODE_NAME
+        print(f"[{name}] error: {err}", file=sys.stderr, flush=True)
+        code = 1
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+    return code

@@ -1,0 +1,224 @@
+"""computed_torque_controller: joint states + desired trajectory -> effort commands.
+
+Subscribes /joint_states (sensor_msgs/JointState) and ~/joint_trajectory
+(trajectory_msgs/JointTrajectory); publishes /effort_controller/commands
+(std_msgs/Float64MultiArray in `joints` order, for ros2_control's forward_command_controller with
+interface_name: effort), ~/reference (JointState: q_d, qd_d, tau) and ~/error (JointState: e, ed).
+The control law is in dyn_control.control; this node only moves data. See README for parameters.
+"""
+
+import time
+from collections import deque
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from ..control import (DEFAULT_KP, check_mode, control_torque, critical_damping, effort_limits,
+                       gain_vector, joint_error, saturate)
+from ..trajectory import Trajectory
+from . import messages
+from .common import (StartupError, build_chain, declare_model_parameters, model_text, run,
+                     subscribe_robot_description)
+
+_FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate")
+
+
+class ComputedTorqueController(Node):
+    NODE_NAME = "computed_torque_controller"
+
+    def __init__(self, **kwargs):
+        super().__init__(self.NODE_NAME, **kwargs)
+        self.fatal = None  # a StartupError raised after construction (model from the topic)
+        declare_model_parameters(self)
+        any_type = ParameterDescriptor(dynamic_typing=True)
+        self.declare_parameter("mode", "computed_torque", ParameterDescriptor(
+            description="computed_torque, feedforward or gravity_pd"))
+        self.declare_parameter("kp", DEFAULT_KP, any_type)
+        self.declare_parameter("kd", None, any_type)  # unset: 2 sqrt(kp), critically damped
+        self.declare_parameter("effort_limits", None, any_type)  # unset: the URDF limits
+        self.declare_parameter("friction_compensation", True)
+        self.declare_parameter("rate", 0.0, ParameterDescriptor(
+            description="Hz; 0 computes on every joint state"))
+
+        self.chain = None
+        self.trajectory = None
+        self.state = None  # (t, q, qd) of the last good joint state
+        self.command = None
+        self._compute_s = deque(maxlen=5000)
+        self._next_report = -np.inf
+
+        self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
+        self.error_pub = self.create_publisher(JointState, "~/error", 10)
+
+        source = model_text(self)
+        if source is None:
+            self.get_logger().info("waiting for the robot model on /robot_description")
+            self._description_sub = subscribe_robot_description(self, self._on_description)
+        else:
+            self.configure(source)
+        # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
+        self.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
+        self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, 10)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        rate = self.get_parameter("rate").value
+        if rate < 0:
+            raise StartupError(f"parameter rate must be >= 0 Hz, got {rate}")
+        if rate > 0:
+            self.create_timer(1.0 / rate, self._on_timer)
+
+    # ------------------------------------------------------------------ configuration
+
+    def configure(self, source):
+        chain, order = build_chain(self, source)
+        self.chain, self.order = chain, order
+        self.names = [chain.joint_names[i] for i in order]
+        self.reader = messages.JointStateReader(chain.joint_names)
+        try:
+            self._apply(self._settings({}))
+        except ValueError as err:
+            raise StartupError(str(err)) from err
+        self.get_logger().info(
+            f"{chain.n} joints {self.names} from '{chain.root_link}' to '{chain.tip_link}', "
+            f"mode {self.mode}")
+
+    def _in_chain_order(self, values):
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
+
+    def _settings(self, changes):
+        """Validated (mode, kp, kd, limits) from current parameters updated by `changes`."""
+        def value(name):
+            return changes[name] if name in changes else self.get_parameter(name).value
+
+        n = self.chain.n
+        mode = check_mode(value("mode"))
+        kp = self._in_chain_order(gain_vector(value("kp"), n, "kp"))
+        kd_value = value("kd")
+        kd = (critical_damping(kp) if kd_value is None
+              else self._in_chain_order(gain_vector(kd_value, n, "kd")))
+        override = value("effort_limits") or []
+        if len(override) not in (0, n):
+            raise ValueError(f"effort_limits must have {n} values, got {list(override)}")
+        limits = effort_limits(self.chain, self._in_chain_order(np.asarray(override, float))
+                               if len(override) else ())
+        return mode, kp, kd, limits, bool(value("friction_compensation"))
+
+    def _apply(self, settings):
+        self.mode, self.kp, self.kd, self.limits, self.friction_compensation = settings
+
+    def _on_set_parameters(self, params):
+        changes = {p.name: p.value for p in params}
+        fixed = [name for name in changes if name in _FIXED]
+        if fixed:
+            return SetParametersResult(successful=False,
+                                       reason=f"{fixed[0]} cannot change while the node runs")
+        if self.chain is None:
+            return SetParametersResult(successful=True)
+        try:
+            settings = self._settings(changes)
+        except ValueError as err:
+            return SetParametersResult(successful=False, reason=str(err))
+        self._apply(settings)
+        return SetParametersResult(successful=True)
+
+    def _on_description(self, text):
+        if self.chain is not None:
+            return
+        try:
+            self.configure(text)
+        except StartupError as err:
+            self.fatal = err
+
+    # ------------------------------------------------------------------ the control step
+
+    def compute_command(self, t, q, qd):
+        """Effort (n,) in chain order at time t (s) for state q, qd; also the desired state.
+
+        Before any trajectory the controller holds the first measured position.
+        """
+        if self.trajectory is None:
+            self.trajectory = Trajectory.hold(t, q)
+        q_d, qd_d, qdd_d = self.trajectory.sample(t)
+        tau = control_torque(self.chain, self.mode, q, qd, q_d, qd_d, qdd_d, self.kp, self.kd)
+        if self.friction_compensation:
+            tau += self.chain.damping * qd + self.chain.friction * np.sign(qd_d)
+        return saturate(tau, self.limits), (q_d, qd_d, qdd_d)
+
+    def _tick(self):
+        t, q, qd = self.state
+        start = time.perf_counter()
+        tau, (q_d, qd_d, _) = self.compute_command(t, q, qd)
+        self._compute_s.append(time.perf_counter() - start)
+        if not np.all(np.isfinite(tau)):
+            self.get_logger().error("non-finite effort computed; command not sent",
+                                    throttle_duration_sec=1.0)
+            return
+        self.command = tau
+        self.effort_pub.publish(messages.effort_command(tau[self.order]))
+        names = self.chain.joint_names
+        self.reference_pub.publish(messages.joint_state(names, t, q_d, qd_d, tau))
+        self.error_pub.publish(messages.joint_state(names, t, joint_error(self.chain, q_d, q), qd_d - qd))
+        if t >= self._next_report:  # build the report only when it is logged
+            self._next_report = t + 5.0
+            self.get_logger().info(self.compute_report())
+
+    def compute_report(self):
+        us = np.array(self._compute_s) * 1e6
+        if us.size == 0:
+            return "compute time: no ticks yet"
+        return (f"compute time over {us.size} ticks: p50 {np.percentile(us, 50):.1f} us, "
+                f"p99 {np.percentile(us, 99):.1f} us, max {us.max():.1f} us")
+
+    def _now(self, stamp):
+        t = messages.to_seconds(stamp)
+        return t if t > 0 else self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_joint_state(self, msg):
+        if self.chain is None:
+            return
+        try:
+            q, qd = self.reader.read(msg)
+        except messages.BadMessage as err:
+            self.get_logger().warn(f"joint state ignored: {err}", throttle_duration_sec=1.0)
+            return
+        self.state = (self._now(msg.header.stamp), q, qd)
+        if self.get_parameter("rate").value == 0:
+            self._tick()
+
+    def _on_timer(self):
+        if self.state is not None:
+            self._tick()
+
+    def _on_trajectory(self, msg):
+        if self.chain is None or self.state is None:
+            self.get_logger().error("trajectory refused: no joint state received yet")
+            return
+        t, q, _ = self.state
+        current = (self.trajectory.sample(t) if self.trajectory is not None
+                   else (q, np.zeros(self.chain.n), np.zeros(self.chain.n)))
+        try:
+            self.trajectory = messages.read_trajectory(msg, self.chain, t, current)
+        except messages.BadMessage as err:
+            self.get_logger().error(f"trajectory refused: {err}")
+            return
+        self.get_logger().info(
+            f"new {self.trajectory.kind} trajectory: {len(msg.points)} points, "
+            f"{self.trajectory.end_time - t:.3f} s")
+
+    def shutdown(self):
+        if self.chain is not None:
+            self.get_logger().info(self.compute_report())
+
+
+def main(args=None):
+    return run(ComputedTorqueController, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

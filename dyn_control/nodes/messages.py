@@ -1,0 +1,156 @@
+"""Conversions between ROS messages and numpy arrays, in one place.
+
+Readers raise `BadMessage` with a reason a person can act on (naming the joint); the nodes log
+it and drop the message, so a bad message never stops a node.
+"""
+
+import math
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ..trajectory import Trajectory
+
+
+class BadMessage(ValueError):
+    """A message that cannot be used; the text says why."""
+
+
+def to_seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def to_stamp(t: float) -> Time:
+    sec = math.floor(t)
+    nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+    return Time(sec=int(sec), nanosec=nanosec)
+
+
+def to_duration(t: float) -> Duration:
+    stamp = to_stamp(t)
+    return Duration(sec=stamp.sec, nanosec=stamp.nanosec)
+
+
+class JointStateReader:
+    """Reads the controlled joints out of JointState messages, by name, in `joint_names` order.
+
+    Extra joints are ignored; the order may change from message to message.
+    """
+
+    def __init__(self, joint_names):
+        self.joint_names = list(joint_names)
+        self._layout = None  # (names tuple, index array) of the last message layout seen
+
+    def _indices(self, names):
+        if self._layout is None or self._layout[0] != names:
+            where = {name: i for i, name in enumerate(names)}
+            missing = [j for j in self.joint_names if j not in where]
+            if missing:
+                raise BadMessage(f"joint state lacks controlled joint '{missing[0]}'")
+            self._layout = (names, np.array([where[j] for j in self.joint_names]))
+        return self._layout[1]
+
+    def read(self, msg):
+        """-> (q, qd) arrays (n,); missing velocities are zero. Raises BadMessage."""
+        names = tuple(msg.name)
+        if len(msg.position) != len(names):
+            raise BadMessage(f"joint state has {len(names)} names but {len(msg.position)} positions")
+        if len(msg.velocity) not in (0, len(names)):
+            raise BadMessage(f"joint state has {len(names)} names but {len(msg.velocity)} velocities")
+        idx = self._indices(names)
+        q = np.asarray(msg.position, dtype=float)[idx]
+        qd = np.asarray(msg.velocity, dtype=float)[idx] if len(msg.velocity) else np.zeros(len(idx))
+        bad = ~(np.isfinite(q) & np.isfinite(qd))
+        if bad.any():
+            raise BadMessage(f"joint state has a non-finite value for joint "
+                             f"'{self.joint_names[int(np.argmax(bad))]}'")
+        return q, qd
+
+
+def joint_state(names, t, position, velocity=None, effort=None) -> JointState:
+    msg = JointState()
+    msg.header.stamp = to_stamp(t)
+    msg.name = list(names)
+    msg.position = np.asarray(position, dtype=float).tolist()
+    if velocity is not None:
+        msg.velocity = np.asarray(velocity, dtype=float).tolist()
+    if effort is not None:
+        msg.effort = np.asarray(effort, dtype=float).tolist()
+    return msg
+
+
+def effort_command(tau) -> Float64MultiArray:
+    return Float64MultiArray(data=np.asarray(tau, dtype=float).tolist())
+
+
+def read_effort_command(msg, n):
+    """Float64MultiArray in joint order -> (n,) array. Raises BadMessage."""
+    tau = np.asarray(msg.data, dtype=float)
+    if tau.shape != (n,):
+        raise BadMessage(f"effort command has {tau.size} values, expected {n}")
+    if not np.all(np.isfinite(tau)):
+        raise BadMessage(f"effort command has a non-finite value at index {int(np.argmax(~np.isfinite(tau)))}")
+    return tau
+
+
+def read_trajectory(msg, chain, now, current):
+    """JointTrajectory -> Trajectory over all chain joints, or BadMessage naming the problem.
+
+    now: the controller's time (s); header.stamp = 0 means start at `now`.
+    current: (q, qd, qdd) desired state now, (n,) each: the trajectory starts from it, and joints
+    the message leaves out hold their current desired position (a partial goal).
+    """
+    names = list(msg.joint_names)
+    index = {name: i for i, name in enumerate(chain.joint_names)}
+    unknown = [name for name in names if name not in index]
+    if unknown:
+        raise BadMessage(f"trajectory names unknown joint '{unknown[0]}'")
+    if len(set(names)) != len(names):
+        raise BadMessage("trajectory names a joint twice")
+    if not msg.points:
+        raise BadMessage("trajectory has no points")
+    m = len(names)
+    cols = [index[name] for name in names]
+    times, pos, vel, acc = [], [], [], []
+    for k, point in enumerate(msg.points):
+        times.append(point.time_from_start.sec + point.time_from_start.nanosec * 1e-9)
+        if len(point.positions) != m:
+            raise BadMessage(f"trajectory point {k} has {len(point.positions)} positions for {m} joints")
+        for label, values, store in (("velocities", point.velocities, vel),
+                                     ("accelerations", point.accelerations, acc)):
+            if len(values) not in (0, m):
+                raise BadMessage(f"trajectory point {k} has {len(values)} {label} for {m} joints")
+            store.append(values)
+        pos.append(point.positions)
+    times = np.array(times)
+    if times[0] < 0 or np.any(np.diff(times) <= 0):
+        raise BadMessage(f"trajectory time_from_start must increase from >= 0, got {times.tolist()}")
+    q_now, qd_now, qdd_now = current
+
+    def full(rows, fill):
+        out = np.tile(fill, (len(rows), 1))
+        out[:, cols] = np.array(rows, dtype=float)
+        return out
+
+    positions = full(pos, q_now)
+    has_vel = all(len(v) == m for v in vel)
+    has_acc = has_vel and all(len(a) == m for a in acc)
+    velocities = full(vel, np.zeros(chain.n)) if has_vel else None
+    accelerations = full(acc, np.zeros(chain.n)) if has_acc else None
+    for label, arr in (("positions", positions), ("velocities", velocities),
+                       ("accelerations", accelerations)):
+        if arr is not None and not np.all(np.isfinite(arr)):
+            raise BadMessage(f"trajectory has non-finite {label}")
+    lower, upper = chain.lower, chain.upper
+    limited = lower < upper
+    outside = limited & ((positions < lower) | (positions > upper)).any(axis=0)
+    if outside.any():
+        j = int(np.argmax(outside))
+        worst = positions[:, j][np.argmax(np.maximum(lower[j] - positions[:, j], positions[:, j] - upper[j]))]
+        raise BadMessage(f"trajectory position {worst:.4g} of joint '{chain.joint_names[j]}' is "
+                         f"outside its limits [{lower[j]:.4g}, {upper[j]:.4g}]")
+    stamp = to_seconds(msg.header.stamp)
+    start = now if stamp == 0.0 else stamp
+    return Trajectory(start, (q_now, qd_now, qdd_now), times, positions, velocities, accelerations)

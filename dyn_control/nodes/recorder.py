@@ -1,0 +1,64 @@
+"""A node that records the closed loop from the outside: the controller's ~/error and
+~/reference (which carries the commanded torque). Used by the demo and the integration tests;
+it spins in a background thread so the caller can just wait and read."""
+
+import threading
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from . import messages
+
+CONTROLLER = "/computed_torque_controller"
+
+
+class Recorder(Node):
+    def __init__(self, controller=CONTROLLER):
+        super().__init__("dyn_control_recorder")
+        self.lock = threading.Lock()
+        self.errors, self.references = [], []
+        self.joint_names = None
+
+        def keep(store, with_names=False):
+            def callback(msg):
+                row = (messages.to_seconds(msg.header.stamp), np.array(msg.position),
+                       np.array(msg.velocity), np.array(msg.effort))
+                with self.lock:
+                    if with_names and self.joint_names is None:
+                        self.joint_names = list(msg.name)
+                    store.append(row)
+            return callback
+
+        self.create_subscription(JointState, f"{controller}/error", keep(self.errors, True), 1000)
+        self.create_subscription(JointState, f"{controller}/reference", keep(self.references), 1000)
+        self._stop = threading.Event()
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while rclpy.ok() and not self._stop.is_set():
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - shutting down
+                if rclpy.ok():
+                    raise
+                return
+
+    def series(self, name):
+        """(times (k,), positions (k, n), velocities (k, n), efforts (k, n)) of a recorded topic."""
+        with self.lock:
+            rows = list(getattr(self, name))
+        if not rows:
+            return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
+        return (np.array([r[0] for r in rows]), *(np.array([r[k] for r in rows]) for k in (1, 2, 3)))
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._executor.shutdown(timeout_sec=1.0)
+        self.destroy_node()

@@ -1,0 +1,194 @@
+"""dynamics_simulator: integrates the arm's forward dynamics under the last effort command.
+
+Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` order) and holds
+the last one; publishes /joint_states (every chain joint: position, velocity, effort = applied
+torque) stamped with the simulation time, and /clock when publish_clock is true.
+Free-running: a thread steps the simulation every dt / real_time_factor of wall time
+(real_time_factor 0: as fast as possible); with wait_for_command (default) the joints stay
+braked, time running, until the first effort command, so the arm does not fall while the
+controller starts. Lockstep: one step per received command, for
+deterministic tests; until the first command it republishes the initial state every 0.1 s.
+"""
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ..control import effort_limits
+from ..simulation import INTEGRATORS, Simulation
+from . import messages
+from .common import (StartupError, build_chain, declare_model_parameters, model_text, run,
+                     subscribe_robot_description)
+
+
+def default_initial_positions(chain):
+    """Zeros, or the middle of the position limits where zero lies outside them."""
+    lower, upper = chain.lower, chain.upper
+    limited = lower < upper
+    outside = limited & ((lower > 0) | (upper < 0))
+    return np.where(outside, 0.5 * (lower + upper), 0.0)
+
+
+class DynamicsSimulator(Node):
+    NODE_NAME = "dynamics_simulator"
+
+    def __init__(self, **kwargs):
+        super().__init__(self.NODE_NAME, **kwargs)
+        self.fatal = None
+        declare_model_parameters(self)
+        optional = ParameterDescriptor(dynamic_typing=True)  # unset: derived from the URDF
+        self.declare_parameter("initial_positions", None, optional)
+        self.declare_parameter("dt", 0.001, ParameterDescriptor(description="integration step, s"))
+        self.declare_parameter("publish_rate", 1000.0, ParameterDescriptor(description="Hz"))
+        self.declare_parameter("publish_clock", False)
+        self.declare_parameter("real_time_factor", 1.0)
+        self.declare_parameter("lockstep", False)
+        self.declare_parameter("integrator", "rk4")
+        self.declare_parameter("wait_for_command", True, ParameterDescriptor(
+            description="hold the joints (brakes) until the first effort command"))
+        self.declare_parameter("effort_limits", None, optional)
+
+        self.sim = None
+        self.command = None
+        self._lock = threading.Lock()
+        self._running = True
+        self._thread = None
+        self.state_pub = self.create_publisher(JointState, "/joint_states", 10)
+        self.clock_pub = self.create_publisher(Clock, "/clock", 10)
+        source = model_text(self)
+        if source is None:
+            self.get_logger().info("waiting for the robot model on /robot_description")
+            self._description_sub = subscribe_robot_description(self, self._on_description)
+        else:
+            self.configure(source)
+        self.create_subscription(Float64MultiArray, "/effort_controller/commands",
+                                 self._on_command, 1)  # only the newest command matters
+
+    def _param(self, name):
+        return self.get_parameter(name).value
+
+    def configure(self, source):
+        chain, order = build_chain(self, source)
+        n = chain.n
+        dt, rate, rtf = self._param("dt"), self._param("publish_rate"), self._param("real_time_factor")
+        for name, value, ok in (("dt", dt, 0 < dt <= 0.1), ("publish_rate", rate, rate > 0),
+                                ("real_time_factor", rtf, rtf >= 0)):
+            if not ok or not np.isfinite(value):
+                raise StartupError(f"parameter {name} out of range: {value}")
+        integrator = self._param("integrator")
+        if integrator not in INTEGRATORS:
+            raise StartupError(f"parameter integrator must be one of {INTEGRATORS}, got {integrator!r}")
+        q0 = self._param("initial_positions")
+        if q0 is None or len(q0) == 0:
+            q0 = default_initial_positions(chain)
+        elif len(q0) != n or not np.all(np.isfinite(q0)):
+            raise StartupError(f"parameter initial_positions must be {n} finite values, got {list(q0)}")
+        else:
+            q0 = np.asarray(q0, dtype=float)[np.argsort(order)]  # `joints` order -> chain order
+        override = self._param("effort_limits") or []
+        try:
+            limits = effort_limits(chain, np.asarray(override, float)[np.argsort(order)]
+                                   if len(override) else ())
+        except ValueError as err:
+            raise StartupError(str(err)) from err
+        self.order = order
+        self.publish_every = max(1, int(round(1.0 / (rate * dt))))
+        self.real_time_factor = rtf
+        self.publish_clock = bool(self._param("publish_clock"))
+        self.lockstep = bool(self._param("lockstep"))
+        self.braked = bool(self._param("wait_for_command"))  # released by the first command
+        self.sim = Simulation(chain, q0, dt, limits, integrator)
+        self.command = np.zeros(n)
+        self.get_logger().info(
+            f"{n} joints {chain.joint_names}, dt {dt} s, {integrator}, publishing every "
+            f"{self.publish_every} steps" + (", lockstep" if self.lockstep else ""))
+        self._publish()
+        if self.lockstep:
+            self._waiting = self.create_timer(0.1, self._publish_until_commanded)
+        else:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+
+    def _on_description(self, text):
+        if self.sim is not None:
+            return
+        try:
+            self.configure(text)
+        except StartupError as err:
+            self.fatal = err
+
+    def _on_command(self, msg):
+        if self.sim is None:
+            return
+        try:
+            tau = messages.read_effort_command(msg, self.sim.chain.n)
+        except messages.BadMessage as err:
+            self.get_logger().warn(f"command dropped: {err}", throttle_duration_sec=1.0)
+            return
+        command = np.empty_like(tau)
+        command[self.order] = tau
+        self.command = command
+        if self.braked:
+            self.braked = False
+            self.get_logger().info(f"first command at t = {self.sim.t:.3f} s: brakes released")
+        if self.lockstep:
+            with self._lock:
+                self.sim.step(self.command)
+                self._publish()
+
+    def _publish_until_commanded(self):
+        if self.sim.steps == 0:
+            self._publish()
+        else:
+            self._waiting.cancel()
+
+    def _publish(self):
+        sim = self.sim
+        self.state_pub.publish(messages.joint_state(sim.chain.joint_names, sim.t, sim.q, sim.qd,
+                                                    sim.tau))
+        if self.publish_clock:
+            self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
+
+    def _run(self):
+        """Free-running loop: step, publish every publish_every steps, keep wall-time pace."""
+        next_wall = time.monotonic()
+        while self._running and rclpy.ok():
+            with self._lock:
+                if self.braked:
+                    self.sim.hold()
+                else:
+                    self.sim.step(self.command)
+                if self.sim.steps % self.publish_every == 0:
+                    try:
+                        self._publish()
+                    except Exception:  # noqa: BLE001 - rclpy raises RCLError once shut down
+                        if rclpy.ok():
+                            raise
+                        break  # the context went down under us (Ctrl-C): stop quietly
+            if self.real_time_factor > 0:
+                next_wall += self.sim.dt / self.real_time_factor
+                delay = next_wall - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                elif delay < -0.1:  # far behind (machine busy): do not race to catch up
+                    next_wall = time.monotonic()
+
+    def shutdown(self):
+        self._running = False
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+
+def main(args=None):
+    return run(DynamicsSimulator, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""trajectory_demo: sends the controller one smooth multi-point trajectory within the limits.
+
+Waits for the first /joint_states (the trajectory is centred there) and for the controller's
+~/joint_trajectory subscriber, then publishes a quintic JointTrajectory (positions, velocities,
+accelerations) with header.stamp = 0, "start now". See dyn_control.trajectory.sine_waypoints.
+"""
+
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ..trajectory import sine_waypoints
+from . import messages
+from .common import StartupError, build_chain, declare_model_parameters, model_text, run
+
+TOPIC = "/computed_torque_controller/joint_trajectory"
+
+
+class TrajectoryDemo(Node):
+    NODE_NAME = "trajectory_demo"
+
+    def __init__(self, **kwargs):
+        super().__init__(self.NODE_NAME, **kwargs)
+        self.fatal = None
+        declare_model_parameters(self)
+        self.declare_parameter("duration", 10.0)
+        self.declare_parameter("amplitude", 0.3)
+        self.declare_parameter("frequency", 0.2)
+        self.declare_parameter("points_per_second", 50.0)
+        source = model_text(self)
+        if source is None:
+            raise StartupError("trajectory_demo needs robot_description or urdf_file")
+        self.chain, _ = build_chain(self, source)
+        self.reader = messages.JointStateReader(self.chain.joint_names)
+        self.sent = False
+        self.start = None
+        self.pub = self.create_publisher(JointTrajectory, TOPIC, 10)
+        self.create_subscription(JointState, "/joint_states", self._on_state, 10)
+        self.create_timer(0.1, self._maybe_send)
+
+    def _on_state(self, msg):
+        if self.start is None:
+            try:
+                self.start = self.reader.read(msg)[0]
+            except messages.BadMessage:
+                return
+
+    def _maybe_send(self):
+        if self.sent or self.start is None or self.pub.get_subscription_count() == 0:
+            return
+        p = lambda name: self.get_parameter(name).value  # noqa: E731
+        times, q, qd, qdd = sine_waypoints(self.start, self.chain.lower, self.chain.upper,
+                                           p("duration"), p("amplitude"), p("frequency"),
+                                           p("points_per_second"))
+        msg = JointTrajectory(joint_names=self.chain.joint_names)
+        for k, t in enumerate(times):
+            msg.points.append(JointTrajectoryPoint(
+                positions=q[k].tolist(), velocities=qd[k].tolist(), accelerations=qdd[k].tolist(),
+                time_from_start=messages.to_duration(t)))
+        self.pub.publish(msg)
+        self.sent = True
+        self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s")
+
+    def shutdown(self):
+        pass
+
+
+def main(args=None):
+    return run(TrajectoryDemo, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

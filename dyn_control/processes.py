@@ -1,0 +1,105 @@
+"""Start the package's installed nodes as separate processes, with the parameters of config/.
+
+This is what `make demo` and the integration tests use on machines without `launch`: the same
+executables and the same config/*.yaml files as launch/sim.launch.py, passed as --params-file,
+so the two ways of starting the system cannot drift. No ROS import here.
+"""
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+
+PACKAGE = "dyn_control"
+
+
+def share_dir() -> pathlib.Path:
+    """Folder holding config/, urdf/ and launch/: the source tree, else the ament share dir."""
+    source = pathlib.Path(__file__).resolve().parent.parent
+    if (source / "config").is_dir() and (source / "urdf").is_dir():
+        return source
+    from ament_index_python.packages import get_package_share_directory
+    return pathlib.Path(get_package_share_directory(PACKAGE))
+
+
+def config(name) -> pathlib.Path:
+    return share_dir() / "config" / f"{name}.yaml"
+
+
+def arm_files(arm):
+    """(URDF path, per-arm params files) for an arm name in urdf/ or a URDF path."""
+    path = pathlib.Path(arm)
+    if not path.suffix:
+        path = share_dir() / "urdf" / f"{arm}.urdf"
+    extra = config(path.name.split(".")[0])
+    return path, [extra] if extra.is_file() else []
+
+
+def executable(name) -> str:
+    """An installed console script: beside this Python (venv), in PATH, or lib/dyn_control."""
+    for candidate in (pathlib.Path(sys.executable).parent / name,
+                      pathlib.Path(sys.prefix) / "lib" / PACKAGE / name):
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"console script '{name}' not installed (pip install -e . or colcon build)")
+    return found
+
+
+def ros_args(params_files=(), params=None, remaps=None):
+    args = ["--ros-args"]
+    for path in params_files:
+        args += ["--params-file", str(path)]
+    for key, value in (params or {}).items():
+        if isinstance(value, bool):
+            value = str(value).lower()
+        elif isinstance(value, (list, tuple)):
+            value = "[" + ", ".join(repr(v) if isinstance(v, str) else str(v) for v in value) + "]"
+        args += ["-p", f"{key}:={value}"]
+    for old, new in (remaps or {}).items():
+        args += ["-r", f"{old}:={new}"]
+    return args
+
+
+class NodeProcess:
+    """One node in its own process, output to a log file; stop() sends SIGINT like Ctrl-C."""
+
+    def __init__(self, name, params_files=(), params=None, remaps=None, log_dir=".",
+                 env=None, domain_id=None):
+        self.name = name
+        self.log_path = pathlib.Path(log_dir) / f"{name}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ if env is None else env)
+        if domain_id is not None:
+            env["ROS_DOMAIN_ID"] = str(domain_id)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([executable(name), *ros_args(params_files, params, remaps)],
+                                     stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=10.0):
+        """SIGINT, wait, SIGKILL if it hangs; returns the exit code (None if it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                self._log.close()
+                return None
+        self._log.close()
+        return self.proc.returncode
+
+    def log(self):
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")

@@ -1,0 +1,138 @@
+"""Joint trajectories as joint_trajectory_controller samples them; pure numpy.
+
+A `Trajectory` is a list of waypoints (time from start s, positions, and optionally velocities
+and accelerations) plus a start time and the desired state at that time. Between waypoints it
+is a polynomial per joint:
+quintic when every waypoint has accelerations, cubic when every waypoint has velocities,
+otherwise linear. The segment from the start state to the first waypoint is interpolated the same
+way, so a new trajectory continues smoothly from wherever the previous one was. After the last
+waypoint the trajectory holds its position at zero velocity; before a start time in the future
+it holds the start position. A single waypoint with time_from_start = 0 is a streaming
+set-point: it applies at once.
+"""
+
+import numpy as np
+
+
+def _segment(p0, v0, a0, p1, v1, a1, T, kind):
+    """Coefficients c (6, n) of p(s) = sum c_k s^k on [0, T] meeting the boundary values."""
+    n = p0.shape[0]
+    c = np.zeros((6, n))
+    if kind == "linear":
+        c[0], c[1] = p0, (p1 - p0) / T
+    elif kind == "cubic":
+        c[0], c[1] = p0, v0
+        c[2] = (3 * (p1 - p0) - (2 * v0 + v1) * T) / T**2
+        c[3] = (-2 * (p1 - p0) + (v0 + v1) * T) / T**3
+    else:  # quintic
+        c[0], c[1], c[2] = p0, v0, a0 / 2
+        h = p1 - p0 - v0 * T - a0 * T**2 / 2
+        dv = v1 - v0 - a0 * T
+        da = a1 - a0
+        c[3] = (10 * h - 4 * dv * T + da * T**2 / 2) / T**3
+        c[4] = (-15 * h + 7 * dv * T - da * T**2) / T**4
+        c[5] = (6 * h - 3 * dv * T + da * T**2 / 2) / T**5
+    return c
+
+
+def _evaluate(c, s):
+    powers = s ** np.arange(6)
+    q = powers @ c
+    qd = (np.arange(1, 6) * powers[:5]) @ c[1:]
+    qdd = (np.array([2.0, 6.0, 12.0, 20.0]) * powers[:4]) @ c[2:]
+    return q, qd, qdd
+
+
+class Trajectory:
+    """Waypoints after `start_time` (s), continuing from the desired state at start.
+
+    times: (k,) s from start, strictly increasing, times[0] >= 0.
+    positions: (k, n); velocities, accelerations: (k, n) or None.
+    start: (q, qd, qdd) desired state at start_time, each (n,).
+    """
+
+    def __init__(self, start_time, start, times, positions, velocities=None, accelerations=None):
+        times = np.asarray(times, dtype=float)
+        positions = np.asarray(positions, dtype=float)
+        if velocities is not None and accelerations is not None:
+            self.kind = "quintic"
+        elif velocities is not None:
+            self.kind = "cubic"
+        else:
+            self.kind = "linear"
+        k, n = positions.shape
+        vel = np.zeros((k, n)) if velocities is None else np.asarray(velocities, dtype=float)
+        acc = np.zeros((k, n)) if accelerations is None else np.asarray(accelerations, dtype=float)
+        self.start_time = float(start_time)
+        self.end_time = self.start_time + times[-1]
+        p0, v0, a0 = (np.asarray(x, dtype=float) for x in start)
+        if times[0] <= 0.0:  # the first waypoint applies at once (streaming set-point)
+            self.knots = times.copy()
+            segments_from = [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
+            segments_to = [(positions[i + 1], vel[i + 1], acc[i + 1]) for i in range(k - 1)]
+        else:
+            self.knots = np.concatenate([[0.0], times])
+            segments_from = [(p0, v0, a0)] + [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
+            segments_to = [(positions[i], vel[i], acc[i]) for i in range(k)]
+        self.coeffs = [
+            _segment(*a, *b, T, self.kind)
+            for a, b, T in zip(segments_from, segments_to, np.diff(self.knots))
+        ]
+        self.waiting = p0.copy()  # held until start_time when the start lies in the future
+        self.final = positions[-1].copy()
+
+    @classmethod
+    def hold(cls, t, q):
+        """Hold position q from time t on."""
+        q = np.asarray(q, dtype=float)
+        zero = np.zeros_like(q)
+        return cls(t, (q, zero, zero), [0.0], q[None, :])
+
+    def sample(self, t):
+        """Desired (q, qd, qdd), each (n,), at time t (s)."""
+        s = t - self.start_time
+        zero = np.zeros_like(self.final)
+        if s < 0.0:
+            return self.waiting.copy(), zero, zero.copy()
+        if s >= self.knots[-1]:
+            return self.final.copy(), zero, zero.copy()
+        i = int(np.searchsorted(self.knots, s, side="right")) - 1
+        return _evaluate(self.coeffs[i], s - self.knots[i])
+
+
+def _smoothstep(t, ramp):
+    """Quintic 0 -> 1 over [0, ramp] and its first two time derivatives."""
+    s = np.clip(t / ramp, 0.0, 1.0)
+    inside = (t > 0) & (t < ramp)
+    w = 10 * s**3 - 15 * s**4 + 6 * s**5
+    dw = np.where(inside, (30 * s**2 - 60 * s**3 + 30 * s**4) / ramp, 0.0)
+    ddw = np.where(inside, (60 * s - 180 * s**2 + 120 * s**3) / ramp**2, 0.0)
+    return w, dw, ddw
+
+
+def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2, rate=50.0,
+                   ramp=1.0):
+    """A smooth demo motion about q0: per joint a sum of two sines, faded in and out.
+
+    q_j(t) = q0_j + A_j w(t) (sin(w1_j t) + 0.5 sin(1.7 w1_j t)), w1_j = 2 pi f (1 + 0.1 j), with
+    w a quintic smoothstep up over the first `ramp` s and down over the last, so the motion starts
+    and ends at rest. A_j <= amplitude keeps every joint inside 90 % of the room between q0 and
+    its limits. Returns (times, q, qd, qdd) sampled at `rate` Hz, times (k,) in (0, duration],
+    arrays (k, n): the waypoints of a quintic trajectory.
+    """
+    q0 = np.asarray(q0, dtype=float)
+    n = q0.size
+    limited = lower < upper
+    room = np.minimum(q0 - np.where(limited, lower, -np.inf), np.where(limited, upper, np.inf) - q0)
+    amp = np.minimum(amplitude, 0.9 * np.maximum(room, 0.0) / 1.5)  # |sum of sines| <= 1.5
+    w1 = 2 * np.pi * frequency * (1 + 0.1 * np.arange(n))
+    w2 = 1.7 * w1
+    t = np.arange(1, int(round(duration * rate)) + 1)[:, None] / rate
+    up, dup, ddup = _smoothstep(t, ramp)
+    down, ddown, dddown = _smoothstep(duration - t, ramp)
+    w, dw, ddw = up * down, dup * down - up * ddown, ddup * down - 2 * dup * ddown + up * dddown
+    f = np.sin(w1 * t) + 0.5 * np.sin(w2 * t)
+    df = w1 * np.cos(w1 * t) + 0.5 * w2 * np.cos(w2 * t)
+    ddf = -(w1**2) * np.sin(w1 * t) - 0.5 * w2**2 * np.sin(w2 * t)
+    return (t[:, 0], q0 + amp * w * f, amp * (dw * f + w * df),
+            amp * (ddw * f + 2 * dw * df + w * ddf))
