@@ -1,5 +1,5 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
-#   make demo   closed-loop simulated arm (ARM=default_arm or two_link)
+#   make demo   closed-loop simulated arm (ARM=default_arm or ARM=two_link)
 #   make test   the whole test suite (what CI runs)
 #   make bench  dynamics against Pinocchio
 
@@ -23,6 +23,10 @@ $(VENV)/.test: $(VENV)/.runtime requirements-test.txt
 
 venv: $(VENV)/.runtime
 venv-test: $(VENV)/.test
+
+# A ROS domain of its own (77 unless set), so the demo does not talk to another graph here.
+demo: $(VENV)/.runtime
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m dyn_control.demo --arm $(ARM) --out out
 
 test: $(VENV)/.test
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test

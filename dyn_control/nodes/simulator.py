@@ -140,8 +140,14 @@ class DynamicsSimulator(Node):
             self.get_logger().info(f"first command at t = {self.sim.t:.3f} s: brakes released")
         if self.lockstep:
             with self._lock:
-                self.sim.step(self.command)
+                self._step()
                 self._publish()
+
+    def _step(self):
+        if not self.sim.step(self.command):
+            self.get_logger().warn(
+                f"numerical blow-up at t = {self.sim.t:.3f} s: reset to the last finite state "
+                f"({self.sim.blowups} so far)", throttle_duration_sec=1.0)
 
     def _publish_until_commanded(self):
         if self.sim.steps == 0:
@@ -164,7 +170,7 @@ class DynamicsSimulator(Node):
                 if self.braked:
                     self.sim.hold()
                 else:
-                    self.sim.step(self.command)
+                    self._step()
                 if self.sim.steps % self.publish_every == 0:
                     try:
                         self._publish()
