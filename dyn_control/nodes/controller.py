@@ -185,7 +185,7 @@ class ComputedTorqueController(Node):
         try:
             q, qd = self.reader.read(msg)
         except messages.BadMessage as err:
-            self.get_logger().warn(f"joint state ignored: {err}", throttle_duration_sec=1.0)
+            self.get_logger().warning(f"joint state ignored: {err}", throttle_duration_sec=1.0)
             return
         self.state = (self._now(msg.header.stamp), q, qd)
         if self.get_parameter("rate").value == 0:

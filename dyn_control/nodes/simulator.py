@@ -130,7 +130,7 @@ class DynamicsSimulator(Node):
         try:
             tau = messages.read_effort_command(msg, self.sim.chain.n)
         except messages.BadMessage as err:
-            self.get_logger().warn(f"command dropped: {err}", throttle_duration_sec=1.0)
+            self.get_logger().warning(f"command dropped: {err}", throttle_duration_sec=1.0)
             return
         command = np.empty_like(tau)
         command[self.order] = tau
@@ -145,7 +145,7 @@ class DynamicsSimulator(Node):
 
     def _step(self):
         if not self.sim.step(self.command):
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f"numerical blow-up at t = {self.sim.t:.3f} s: reset to the last finite state "
                 f"({self.sim.blowups} so far)", throttle_duration_sec=1.0)
 

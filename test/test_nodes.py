@@ -1,0 +1,286 @@
+"""The controller and simulator nodes in-process, with real rclpy over DDS (own domain id).
+
+Most checks drive the node's callbacks with real messages and read what it publishes; one
+round trip goes through DDS end to end. References: the pure functions the node wraps
+(compute_command on arrays, Trajectory), closed forms for interpolation, to 1e-9.
+"""
+
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import CONFIG_DIR, URDF_DIR
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from dyn_control.nodes import messages  # noqa: E402
+from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
+from dyn_control.nodes.simulator import DynamicsSimulator, default_initial_positions  # noqa: E402
+from dyn_control.processes import executable, ros_args  # noqa: E402
+
+DOMAIN = 61
+ARM = str(URDF_DIR / "default_arm.urdf")
+NAMES = [f"joint{i}" for i in range(1, 8)]
+Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ros():
+    rclpy.init(domain_id=DOMAIN)
+    yield
+    rclpy.shutdown()
+
+
+def config_overrides(name, node):
+    params = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())[node]["ros__parameters"]
+    return [Parameter(k, value=v) for k, v in params.items()]
+
+
+class Captured:
+    """Replaces a publisher's publish() to keep what the node sends."""
+
+    def __init__(self, publisher):
+        self.messages = []
+        publisher.publish = self.messages.append
+
+
+def make_controller(**params):
+    overrides = config_overrides("controller", "computed_torque_controller")
+    overrides += [Parameter("urdf_file", value=ARM)]
+    overrides += [Parameter(k, value=v) for k, v in params.items()]
+    node = ComputedTorqueController(parameter_overrides=overrides)
+    return node, Captured(node.effort_pub), Captured(node.reference_pub), Captured(node.error_pub)
+
+
+def state_msg(t, names, q, qd=None):
+    return messages.joint_state(names, t, q, np.zeros(len(q)) if qd is None else qd)
+
+
+def trajectory_msg(names, times, positions, velocities=None, accelerations=None, stamp=0.0):
+    msg = JointTrajectory(joint_names=list(names))
+    msg.header.stamp = messages.to_stamp(stamp)
+    for k, t in enumerate(times):
+        point = JointTrajectoryPoint(positions=list(map(float, positions[k])),
+                                     time_from_start=messages.to_duration(t))
+        if velocities is not None:
+            point.velocities = list(map(float, velocities[k]))
+        if accelerations is not None:
+            point.accelerations = list(map(float, accelerations[k]))
+        msg.points.append(point)
+    return msg
+
+
+def test_parameters_come_from_config_yaml():
+    node, *_ = make_controller()
+    try:
+        assert node.mode == "computed_torque"
+        np.testing.assert_array_equal(node.kp, np.full(7, 400.0))
+        np.testing.assert_array_equal(node.kd, np.full(7, 40.0))  # 2 sqrt(kp), critical
+        np.testing.assert_array_equal(node.limits, [176, 176, 110, 110, 110, 40, 40])
+        assert node.names == NAMES
+    finally:
+        node.destroy_node()
+
+
+def test_joint_states_are_mapped_by_name_in_any_order():
+    node, effort, reference, error = make_controller()
+    try:
+        rng = np.random.default_rng(0)
+        q, qd = Q + rng.uniform(-0.1, 0.1, 7), rng.uniform(-0.5, 0.5, 7)
+        node._on_joint_state(state_msg(1.0, NAMES, Q))  # first state: hold it
+        expected, _ = node.compute_command(1.5, q, qd)
+        for perm in (np.arange(7), rng.permutation(7), rng.permutation(7)):
+            names = [NAMES[i] for i in perm] + ["gripper_finger"]
+            node._on_joint_state(state_msg(1.5, names, np.append(q[perm], 0.3),
+                                           np.append(qd[perm], 9.0)))
+            np.testing.assert_allclose(effort.messages[-1].data, expected, atol=1e-9)
+        assert reference.messages[-1].header.stamp.sec == 1 and len(error.messages) == 4
+    finally:
+        node.destroy_node()
+
+
+def test_joints_parameter_sets_the_command_order():
+    order = ["joint3", "joint1", "joint2", "joint7", "joint6", "joint5", "joint4"]
+    node, effort, *_ = make_controller(joints=order)
+    try:
+        node._on_joint_state(state_msg(0.5, NAMES, Q))
+        tau = node.command  # chain order
+        np.testing.assert_allclose(effort.messages[-1].data,
+                                   [tau[NAMES.index(j)] for j in order], atol=1e-12)
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize("kind", ["linear", "cubic", "quintic"])
+def test_trajectory_interpolation_at_known_times(kind):
+    node, _, reference, _ = make_controller()
+    try:
+        node._on_joint_state(state_msg(2.0, NAMES, Q))
+        goal = Q + 0.2
+        vel = np.full((1, 7), 0.1) if kind != "linear" else None
+        acc = np.full((1, 7), -0.3) if kind == "quintic" else None
+        node._on_trajectory(trajectory_msg(NAMES, [1.0], [goal], vel, acc))  # stamp 0: t = 2
+        assert node.trajectory.kind == kind
+
+        def reference_at(t):
+            node._on_joint_state(state_msg(t, NAMES, Q))
+            ref = reference.messages[-1]
+            return np.array(ref.position), np.array(ref.velocity)
+
+        q, qd = reference_at(2.0)  # the start: the held position (at rest unless linear)
+        np.testing.assert_allclose(q, Q, atol=1e-9)
+        np.testing.assert_allclose(qd, 0.2 if kind == "linear" else 0.0, atol=1e-9)
+        if kind == "linear":  # closed form: the straight line from the held start
+            np.testing.assert_allclose(reference_at(2.5)[0], Q + 0.1, atol=1e-9)
+        q, qd = reference_at(3.0 - 1e-6)  # just before the point: its position and velocity
+        np.testing.assert_allclose(q, goal, atol=1e-6)
+        np.testing.assert_allclose(qd, 0.1 if kind != "linear" else 0.2, atol=1e-5)
+        q, qd = reference_at(4.0)  # after the last point: held, at rest
+        np.testing.assert_allclose(q, goal, atol=1e-12)
+        np.testing.assert_allclose(qd, 0.0, atol=1e-12)
+    finally:
+        node.destroy_node()
+
+
+def test_new_trajectory_replaces_the_running_one_without_a_jump():
+    node, _, reference, _ = make_controller()
+    try:
+        node._on_joint_state(state_msg(0.0, NAMES, Q))
+        node._on_trajectory(trajectory_msg(NAMES, [2.0], [Q + 0.5], [np.zeros(7)], [np.zeros(7)]))
+        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        before = np.array(reference.messages[-1].position)
+        node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q - 0.5], [np.zeros(7)], [np.zeros(7)]))
+        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        np.testing.assert_allclose(reference.messages[-1].position, before, atol=1e-12)
+        node._on_joint_state(state_msg(2.0, NAMES, Q))
+        np.testing.assert_allclose(reference.messages[-1].position, Q - 0.5, atol=1e-9)
+    finally:
+        node.destroy_node()
+
+
+def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
+    node, effort, *_ = make_controller()
+    try:
+        result = node.set_parameters([Parameter("kp", value=100.0)])[0]
+        assert result.successful
+        np.testing.assert_array_equal(node.kd, np.full(7, 20.0))  # kd unset: follows 2 sqrt(kp)
+        assert node.set_parameters([Parameter("mode", value="gravity_pd")])[0].successful
+        node._on_joint_state(state_msg(0.0, NAMES, Q))
+        node._on_joint_state(state_msg(0.1, NAMES, Q - 0.01))
+        g = node.compute_command(0.1, Q - 0.01, np.zeros(7))[0]
+        np.testing.assert_allclose(effort.messages[-1].data, g, atol=1e-12)
+        for name, value, reason in (("mode", "fast", "mode must be one of"),
+                                    ("kp", -1.0, "kp must be finite and >= 0"),
+                                    ("kd", [1.0, 2.0], "kd must be a scalar or 7 values"),
+                                    ("effort_limits", [1.0], "effort_limits must have 7"),
+                                    ("urdf_file", "/x.urdf", "cannot change while the node runs")):
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not result.successful and reason in result.reason
+        assert node.mode == "gravity_pd" and node.kp[0] == 100.0
+        assert node.get_parameter("mode").value == "gravity_pd"
+    finally:
+        node.destroy_node()
+
+
+def test_bad_messages_are_dropped_and_the_node_keeps_going():
+    node, effort, *_ = make_controller()
+    try:
+        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        sent = len(effort.messages)
+        nan_q = Q.copy()
+        nan_q[3] = np.nan
+        for bad in (state_msg(0.1, NAMES, nan_q), state_msg(0.1, NAMES[:-1], Q[:-1]),
+                    JointState(name=NAMES, position=[0.0] * 6)):
+            node._on_joint_state(bad)
+        assert len(effort.messages) == sent
+        running = node.trajectory
+        for bad in (trajectory_msg(["joint1", "elbow"], [1.0], [[0.0, 0.0]]),
+                    trajectory_msg(NAMES, [1.0, 1.0], [Q, Q]),
+                    trajectory_msg(NAMES, [1.0], [Q + 10.0])):
+            node._on_trajectory(bad)
+            assert node.trajectory is running
+        node._on_trajectory(trajectory_msg(["joint2"], [1.0], [[0.7]]))  # partial goal: accepted
+        assert node.trajectory is not running
+        np.testing.assert_allclose(node.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
+    finally:
+        node.destroy_node()
+
+
+def test_round_trip_over_dds():
+    """A state published on /joint_states comes back as the effort command compute_command gives."""
+    node, *_ = make_controller()
+    node.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+    peer = rclpy.create_node("peer")
+    got = []
+    peer.create_subscription(Float64MultiArray, "/effort_controller/commands",
+                             lambda m: got.append(np.array(m.data)), 10)
+    states = peer.create_publisher(JointState, "/joint_states", 10)
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(node)
+    executor.add_node(peer)
+    try:
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            states.publish(state_msg(3.0, NAMES, Q))
+            executor.spin_once(timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
+        assert got, "no effort command arrived over DDS"
+        np.testing.assert_allclose(got[-1], node.compute_command(3.0, Q, np.zeros(7))[0], atol=1e-9)
+    finally:
+        executor.shutdown()
+        peer.destroy_node()
+        node.destroy_node()
+
+
+def test_simulator_defaults_lockstep_and_dropped_commands():
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("lockstep", value=True)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    states = Captured(node.state_pub)
+    try:
+        np.testing.assert_array_equal(node.sim.q, default_initial_positions(node.sim.chain))
+        assert node.sim.steps == 0
+        tau = np.linspace(-1, 1, 7)
+        node._on_command(Float64MultiArray(data=tau.tolist()))
+        assert node.sim.steps == 1 and states.messages[-1].header.stamp.nanosec == 1_000_000
+        np.testing.assert_allclose(states.messages[-1].effort, tau)
+        for bad in ([1.0] * 6, [np.nan] * 7):
+            node._on_command(Float64MultiArray(data=bad))
+        assert node.sim.steps == 1
+    finally:
+        node.shutdown()
+        node.destroy_node()
+
+
+def test_default_initial_positions_use_the_limits_midpoint_when_zero_is_outside():
+    from conftest import robots_dir
+    from dyn_control import load_chain
+    chain = load_chain(robots_dir() / "panda_description/urdf/panda.urdf", tip_link="panda_hand")
+    q0 = default_initial_positions(chain)
+    assert chain.upper[3] < 0  # panda_joint4's range excludes zero
+    assert q0[3] == pytest.approx(0.5 * (chain.lower[3] + chain.upper[3]))
+    assert q0[0] == 0.0
+
+
+@pytest.mark.parametrize("params, named", [
+    ({"urdf_file": "/nonexistent/arm.urdf"}, "/nonexistent/arm.urdf"),
+    ({"urdf_file": ARM, "joints": ["joint1", "wrist"]}, "'wrist'"),
+    ({"urdf_file": ARM, "kp": -5.0}, "kp must be finite and >= 0"),
+    ({"urdf_file": ARM, "mode": "turbo"}, "'turbo'"),
+])
+def test_bad_configuration_stops_the_node_with_one_line(params, named):
+    res = subprocess.run([executable("computed_torque_controller"), *ros_args(params=params)],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+    assert res.returncode == 1
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
+    assert len(lines) == 1 and named in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
