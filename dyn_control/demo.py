@@ -20,11 +20,14 @@ from . import processes
 
 
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
-                controller_params=None, simulator_params=None, timeout=90.0):
+                controller_params=None, simulator_params=None, timeout=90.0,
+                controller_first=0.0):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
+    controller_first: seconds the controller runs alone before the simulator starts.
     Returns a dict: joint_names, t, error (k, n), reference (k, n), position (k, n),
-    effort (k, n) from the controller's topics over the trajectory, exit_codes, logs.
+    effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
+    ticks_before_simulator (controller outputs seen while it ran alone).
     """
     import rclpy
 
@@ -42,12 +45,17 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     rclpy.init()
     recorder = Recorder()
     nodes = []
+    ticks_alone = 0
     try:
         nodes.append(processes.NodeProcess(
-            "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
-            log_dir=log_dir))
-        nodes.append(processes.NodeProcess(
             "computed_torque_controller", [processes.config("controller")], ctl_params,
+            log_dir=log_dir))
+        if controller_first:
+            time.sleep(controller_first)
+            _check_alive(nodes)
+            ticks_alone = len(recorder.series("errors")[0])
+        nodes.append(processes.NodeProcess(
+            "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
             log_dir=log_dir))
         nodes.append(processes.NodeProcess(
             "trajectory_demo", [processes.config("demo")], demo_params, log_dir=log_dir))
@@ -68,7 +76,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     return {"joint_names": recorder.joint_names, "t": t[:k][window] - start,
             "error": e[:k][window], "reference": q_d[:k][window],
             "position": q_d[:k][window] - e[:k][window], "effort": tau[:k][window],
-            "exit_codes": codes, "logs": logs}
+            "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone}
 
 
 def _latest(recorder):

@@ -1,0 +1,110 @@
+"""The package as ROS 2 users get it: colcon build, the launch files, the ros2_control files.
+
+colcon: `colcon build` of a copy of the package in a temporary workspace must list it as
+ros.ament_python and install the executables in lib/dyn_control and the launch, config and
+urdf files in share/dyn_control. Launch files are checked statically here (launch is not
+installed in CI); test_sim_launch.py runs them on a ROS 2 install.
+"""
+
+import ast
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import yaml
+
+from conftest import CONFIG_DIR, PACKAGE_DIR, URDF_DIR, require
+from dyn_control import inverse_dynamics, load_chain
+
+LAUNCH_DIR = PACKAGE_DIR / "launch"
+EXECUTABLES = {"computed_torque_controller", "dynamics_simulator", "trajectory_demo"}
+
+
+def _copy_package(dest):
+    """The package source, without the venv, build outputs and caches."""
+    shutil.copytree(PACKAGE_DIR, dest, ignore=shutil.ignore_patterns(
+        ".*", "out", "build", "install", "log", "*.egg-info", "__pycache__"))
+
+
+def test_colcon_build_installs_executables_and_share_files(tmp_path):
+    require("colcon_core")
+    colcon = pathlib.Path(sys.executable).parent / "colcon"
+    colcon = str(colcon) if colcon.is_file() else shutil.which("colcon")
+    _copy_package(tmp_path / "src" / "dyn_control")
+    listed = subprocess.run([colcon, "list"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert "dyn_control" in listed.stdout and "(ros.ament_python)" in listed.stdout, listed.stderr
+    build = subprocess.run([colcon, "build", "--event-handlers", "console_direct-"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout + build.stderr
+    install = tmp_path / "install" / "dyn_control"
+    assert EXECUTABLES <= {p.name for p in (install / "lib" / "dyn_control").iterdir()}
+    share = install / "share" / "dyn_control"
+    for folder, names in (("launch", ["sim.launch.py", "controller.launch.py",
+                                      "ros2_control.launch.py"]),
+                          ("config", ["controller.yaml", "simulator.yaml", "demo.yaml",
+                                      "ros2_controllers.yaml"]),
+                          ("urdf", ["default_arm.urdf", "two_link.urdf",
+                                    "default_arm.ros2_control.urdf.xacro"])):
+        for name in names:
+            assert (share / folder / name).is_file(), f"{folder}/{name} not installed"
+    assert (share / "package.xml").is_file()
+    assert (install / "share" / "ament_index" / "resource_index" / "packages" / "dyn_control").is_file()
+
+
+def test_launch_files_define_launch_descriptions_from_the_shared_config():
+    for path in LAUNCH_DIR.glob("*.launch.py"):
+        tree = ast.parse(path.read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert "generate_launch_description" in functions, path.name
+        imports = {alias.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                   for alias in n.names} | {n.module for n in ast.walk(tree)
+                                            if isinstance(n, ast.ImportFrom)}
+        assert "launch_ros.actions" in imports and "LaunchDescription" in imports
+    sim = (LAUNCH_DIR / "sim.launch.py").read_text()
+    for config in ("simulator.yaml", "controller.yaml", "demo.yaml"):
+        assert f'"{config}"' in sim and (CONFIG_DIR / config).is_file()
+    for argument in ("arm", "urdf_file", "use_sim_time", "controller_params", "demo"):
+        assert f'DeclareLaunchArgument("{argument}"' in sim
+    assert '"robot_description": description' in sim
+
+
+def _xacro_text():
+    xacro = require("xacro")
+    return xacro.process_file(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"),
+                              mappings={"hardware_plugin": "mock_components/GenericSystem"}).toxml()
+
+
+def test_ros2_control_xacro_gives_every_joint_effort_command_and_states():
+    from xml.etree import ElementTree
+
+    robot = ElementTree.fromstring(_xacro_text())
+    system = robot.find("ros2_control")
+    assert system.find("hardware/plugin").text == "mock_components/GenericSystem"
+    chain = load_chain(URDF_DIR / "default_arm.urdf")
+    joints = {j.get("name"): j for j in system.findall("joint")}
+    assert list(joints) == chain.joint_names
+    for joint in joints.values():
+        assert [c.get("name") for c in joint.findall("command_interface")] == ["effort"]
+        assert [s.get("name") for s in joint.findall("state_interface")] == [
+            "position", "velocity", "effort"]
+
+
+def test_ros2_control_xacro_has_the_same_dynamics_as_the_urdf():
+    a = load_chain(_xacro_text())
+    b = load_chain(URDF_DIR / "default_arm.urdf")
+    q, qd, qdd = np.random.default_rng(0).uniform(-1, 1, (3, 7))
+    np.testing.assert_array_equal(inverse_dynamics(a, q, qd, qdd), inverse_dynamics(b, q, qd, qdd))
+
+
+def test_ros2_controllers_yaml_matches_the_arm_and_the_effort_topic():
+    conf = yaml.safe_load((CONFIG_DIR / "ros2_controllers.yaml").read_text())
+    manager = conf["controller_manager"]["ros__parameters"]
+    assert manager["effort_controller"]["type"] == "forward_command_controller/ForwardCommandController"
+    assert manager["joint_state_broadcaster"]["type"] == "joint_state_broadcaster/JointStateBroadcaster"
+    effort = conf["effort_controller"]["ros__parameters"]
+    assert effort["interface_name"] == "effort"
+    # the order of the effort command is the chain's (our controller's default `joints`)
+    assert effort["joints"] == load_chain(URDF_DIR / "default_arm.urdf").joint_names
