@@ -74,3 +74,14 @@ def effort_limits(chain, override=()):
     if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
         raise ValueError(f"effort_limits must be {chain.n} values >= 0, got {list(override)}")
     return np.where(limits > 0, limits, np.inf)
+
+
+def limit_rate(tau, previous, max_rate, dt):
+    """Bound the change from `previous` to tau by max_rate * dt (N m/s * s; no time, no change).
+
+    max_rate 0 (or no previous command) leaves tau as it is.
+    """
+    if max_rate <= 0 or previous is None:
+        return tau
+    step = max_rate * max(dt, 0.0)
+    return previous + np.clip(tau - previous, -step, step)

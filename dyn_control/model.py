@@ -144,6 +144,15 @@ def _pose(origin):
     return rpy_matrix(rpy), np.array(xyz, dtype=float)
 
 
+def _finite_pose(origin, what):
+    """_pose, or URDFError naming `what` when the origin holds non-finite numbers."""
+    with np.errstate(invalid="ignore"):  # cos(inf): reported below as a URDFError
+        R, p = _pose(origin)
+    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+        raise URDFError(f"{what} has a non-finite origin (xyz {origin.xyz}, rpy {origin.rpy})")
+    return R, p
+
+
 def _compose(a, b):
     """Pose b given in frame a -> pose in a's parent frame."""
     return a[0] @ b[0], a[0] @ b[1] + a[1]
@@ -253,7 +262,7 @@ def _link_inertial(link):
     if i is not None:
         ixx, ixy, ixz, iyy, iyz, izz = (float(v or 0.0) for v in (i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz))
         inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    R, p = _pose(inertial.origin)
+    R, p = _finite_pose(inertial.origin, f"link '{link.name}' <inertial>")
     return mass, p, R @ inertia @ R.T
 
 
@@ -408,6 +417,12 @@ def _joint_info(j):
     lower, upper = -np.inf, np.inf
     if j.type != "continuous" and lim is not None:
         lower, upper = value(lim, "lower", 0.0), value(lim, "upper", 0.0)
+    limits = dict(lower=lower, upper=upper, effort=value(lim, "effort", np.inf),
+                  velocity=value(lim, "velocity", np.inf), damping=value(dyn, "damping", 0.0),
+                  friction=value(dyn, "friction", 0.0))
+    bad = [f"{k}={v}" for k, v in limits.items() if np.isnan(v)]
+    if bad:
+        raise URDFError(f"joint '{j.name}' has a NaN limit or dynamics value: {', '.join(bad)}")
     info = JointInfo(
         name=j.name, type=j.type, axis=tuple(axis), parent_link=j.parent, child_link=j.child,
         lower=lower, upper=upper,
@@ -431,7 +446,7 @@ def _lump(tree, start, stop, problems):
         inertia_o += R @ inertia @ R.T + m * (c @ c * np.eye(3) - np.outer(c, c))
         for j in tree.child_joints[name]:
             if j.name != stop:  # off-chain joints are taken at their zero position
-                todo.append((j.child, *_compose((R, p), _pose(j.origin))))
+                todo.append((j.child, *_compose((R, p), _finite_pose(j.origin, f"joint '{j.name}'"))))
     com = h / mass if mass > 0 else np.zeros(3)
     inertia_com = inertia_o - mass * (com @ com * np.eye(3) - np.outer(com, com))
     return mass, com, 0.5 * (inertia_com + inertia_com.T), links
@@ -455,7 +470,7 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
     infos, axes, R0, p0 = [], [], [], []
     pose = (np.eye(3), np.zeros(3))  # fixed joints between body i-1 and joint i accumulate here
     for j in path:
-        pose = _compose(pose, _pose(j.origin))
+        pose = _compose(pose, _finite_pose(j.origin, f"joint '{j.name}'"))
         if j.type in _MOVABLE:
             info, axis = _joint_info(j)
             infos.append(info)
@@ -482,7 +497,7 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
 
     base_rotation = np.eye(3)
     for j in tree.path(tree.root, root):  # joints above the chain are taken at zero position
-        base_rotation = base_rotation @ _pose(j.origin)[0]
+        base_rotation = base_rotation @ _finite_pose(j.origin, f"joint '{j.name}'")[0]
     gravity = np.asarray(gravity, dtype=float).reshape(3)
     if not np.all(np.isfinite(gravity)):
         raise URDFError(f"gravity must be finite, got {gravity.tolist()}")

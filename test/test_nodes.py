@@ -284,3 +284,113 @@ def test_bad_configuration_stops_the_node_with_one_line(params, named):
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert len(lines) == 1 and named in lines[0], res.stderr
     assert "Traceback" not in res.stderr
+
+
+# ------------------------------------------------------------------ faults (issue: safe under bad input)
+
+
+def go_stale(node, q):
+    """A good state, then silence longer than state_timeout, then one watchdog tick."""
+    node._on_joint_state(state_msg(1.0, NAMES, q))
+    node.last_state_wall -= node.state_timeout + 0.05
+    node._on_watchdog()
+
+
+def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump():
+    from dyn_control import gravity_torques
+    node, effort, *_ = make_controller()
+    try:
+        go_stale(node, Q)
+        assert node.stale
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q),
+                                   atol=1e-12)
+        sent = len(effort.messages)
+        node._on_watchdog()  # keeps holding
+        assert len(effort.messages) == sent + 1
+        held = np.array(effort.messages[-1].data)
+        node._on_joint_state(state_msg(1.5, NAMES, Q))  # states are back, arm where it was
+        assert not node.stale
+        # the first command after recovery equals the holding torque (at rest): no jump
+        np.testing.assert_allclose(effort.messages[-1].data, held, atol=1e-9)
+        np.testing.assert_allclose(node.trajectory.sample(10.0)[0], Q)  # holds where it is
+    finally:
+        node.destroy_node()
+
+
+def test_state_timeout_stop_publishes_nothing():
+    node, effort, *_ = make_controller(on_state_timeout="stop")
+    try:
+        go_stale(node, Q)
+        sent = len(effort.messages)
+        node._on_watchdog()
+        assert node.stale and len(effort.messages) == sent
+    finally:
+        node.destroy_node()
+
+
+def test_bad_states_keep_the_last_command_at_most_state_timeout():
+    node, effort, *_ = make_controller(on_state_timeout="stop")
+    try:
+        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        node._on_joint_state(state_msg(1.001, NAMES, Q * np.nan))  # bad: does not refresh
+        node.last_state_wall -= 0.2
+        node._on_watchdog()
+        assert node.stale  # the bad state did not count as a state
+    finally:
+        node.destroy_node()
+
+
+def test_max_effort_rate_bounds_the_step_between_commands():
+    node, effort, *_ = make_controller(max_effort_rate=100.0)  # N m/s: 0.1 N m per ms
+    try:
+        node._on_joint_state(state_msg(1.000, NAMES, Q))
+        first = np.array(effort.messages[-1].data)
+        node._on_joint_state(state_msg(1.001, NAMES, Q + 0.2))  # asks for a big change
+        step = np.array(effort.messages[-1].data) - first
+        assert np.abs(step).max() == pytest.approx(0.1, rel=1e-9)
+    finally:
+        node.destroy_node()
+
+
+def test_simulator_command_timeout_zeroes_the_effort():
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    try:
+        node._running = False  # stop the free-running thread; the test steps by hand
+        node._thread.join()
+        node._on_command(Float64MultiArray(data=[5.0] * 7))
+        node._check_command_timeout()
+        assert np.all(node.command == 5.0)
+        node.command_wall -= node.command_timeout + 0.01
+        node._check_command_timeout()
+        assert node.timed_out and np.all(node.command == 0.0)
+        node._on_command(Float64MultiArray(data=[1.0] * 7))  # commands back
+        assert not node.timed_out and np.all(node.command == 1.0)
+    finally:
+        node.shutdown()
+        node.destroy_node()
+
+
+@pytest.mark.parametrize("params, named", [
+    ({"urdf_file": ARM, "rate": "abc"}, "'rate'"),
+    ({"urdf_file": ARM, "state_timeout": 0.0}, "state_timeout"),
+    ({"urdf_file": ARM, "on_state_timeout": "panic"}, "'panic'"),
+    ({"urdf_file": ARM, "qos_reliability": "sometimes"}, "'sometimes'"),
+])
+def test_bad_typed_or_ranged_parameters_stop_the_node_with_one_line(params, named):
+    res = subprocess.run([executable("computed_torque_controller"), *ros_args(params=params)],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
+    assert res.returncode == 1 and len(lines) == 1 and named in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_simulator_bad_configuration_stops_with_one_line():
+    params = {"urdf_file": ARM, "initial_positions": [0.0, 1.0]}
+    res = subprocess.run([executable("dynamics_simulator"), *ros_args(params=params)],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+    assert res.returncode == 1 and "initial_positions" in res.stderr
+    assert "Traceback" not in res.stderr

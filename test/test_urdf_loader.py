@@ -298,3 +298,16 @@ def test_gravity_is_expressed_in_the_urdf_root_frame():
     from_world = load_chain(tilted)
     assert_same_dynamics(chain, from_world)
     np.testing.assert_allclose(mass_matrix(chain, [0.3]), mass_matrix(from_world, [0.3]))
+
+
+def test_non_finite_origins_and_nan_limits_are_named():
+    bad_origin = two_joint().replace('rpy="0.0 0.0 0.0"/><axis xyz="0.0 0.0 1.0"',
+                                     'rpy="inf 0.0 0.0"/><axis xyz="0.0 0.0 1.0"')
+    with pytest.raises(URDFError, match="joint 'j2' has a non-finite origin"):
+        load_chain(bad_origin)
+    bad_com = two_joint().replace('<origin xyz="0.1 0.0 0.0"', '<origin xyz="nan 0.0 0.0"', 1)
+    with pytest.raises(URDFError, match="link 'l1' <inertial> has a non-finite origin"):
+        load_chain(bad_com)
+    nan_limit = two_joint().replace('effort="100.0"', 'effort="nan"', 1)
+    with pytest.raises(URDFError, match="joint 'j1' has a NaN limit.*effort=nan"):
+        load_chain(nan_limit)

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -30,6 +31,8 @@ def declare_model_parameters(node):
         description="controlled joints, in command order (default: the chain's joints)"))
     node.declare_parameter("root_link", "")
     node.declare_parameter("tip_link", "")
+    node.declare_parameter("qos_reliability", "reliable", ParameterDescriptor(
+        description="QoS of /joint_states and the effort commands: reliable or best_effort"))
 
 
 def model_text(node):
@@ -58,6 +61,16 @@ def build_chain(node, source):
     return chain, np.array([chain.joint_names.index(name) for name in names])
 
 
+def reliability(node):
+    """QoS for the loop's topics from the `qos_reliability` parameter (reliable | best_effort);
+    depth 1: only the newest state or command matters."""
+    name = node.get_parameter("qos_reliability").value
+    policies = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
+    if name not in policies:
+        raise StartupError(f"parameter qos_reliability must be reliable or best_effort, got {name!r}")
+    return QoSProfile(depth=1, reliability=policies[name])
+
+
 def subscribe_robot_description(node, callback):
     """Latched /robot_description subscription (robot_state_publisher's QoS)."""
     qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -78,7 +91,7 @@ def run(node_class, args=None):
             executor.spin_once(timeout_sec=0.1)
         if node.fatal is not None:
             raise node.fatal
-    except StartupError as err:
+    except (StartupError, ParameterException) as err:  # bad configuration: one line, exit 1
         name = node_class.NODE_NAME
         print(f"[{name}] error: {err}", file=sys.stderr, flush=True)
         code = 1

@@ -12,19 +12,23 @@ from collections import deque
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control import (DEFAULT_KP, check_mode, control_torque, critical_damping, effort_limits,
-                       gain_vector, joint_error, saturate)
+                       gain_vector, joint_error, limit_rate, saturate)
+from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
-from .common import (StartupError, build_chain, declare_model_parameters, model_text, run,
-                     subscribe_robot_description)
+from .common import (StartupError, build_chain, declare_model_parameters, model_text,
+                     reliability, run, subscribe_robot_description)
 
-_FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate")
+_FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate",
+          "qos_reliability")
+_TIMEOUT_ACTIONS = ("hold", "stop")
 
 
 class ComputedTorqueController(Node):
@@ -43,11 +47,20 @@ class ComputedTorqueController(Node):
         self.declare_parameter("friction_compensation", True)
         self.declare_parameter("rate", 0.0, ParameterDescriptor(
             description="Hz; 0 computes on every joint state"))
+        self.declare_parameter("state_timeout", 0.1, ParameterDescriptor(
+            description="s without a good joint state before feedback stops"))
+        self.declare_parameter("on_state_timeout", "hold", ParameterDescriptor(
+            description="hold: gravity compensation at the last good position; stop: publish nothing"))
+        self.declare_parameter("max_effort_rate", 0.0, ParameterDescriptor(
+            description="N m/s, bound on the change between commands; 0: off"))
 
         self.chain = None
         self.trajectory = None
         self.state = None  # (t, q, qd) of the last good joint state
-        self.command = None
+        self.command = None  # last published effort, chain order
+        self.command_time = None  # its time (s, state clock)
+        self.last_state_wall = None  # time.monotonic() of the last good state
+        self.stale = False  # no good state for state_timeout: feedback stopped
         self._compute_s = deque(maxlen=5000)
         self._next_report = -np.inf
 
@@ -62,14 +75,19 @@ class ComputedTorqueController(Node):
         else:
             self.configure(source)
         # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
-        self.create_subscription(JointState, "/joint_states", self._on_joint_state, 1)
+        self.create_subscription(JointState, "/joint_states", self._on_joint_state,
+                                 reliability(self))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, 10)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        rate = self.get_parameter("rate").value
+        rate = self.rate = self.get_parameter("rate").value
         if rate < 0:
             raise StartupError(f"parameter rate must be >= 0 Hz, got {rate}")
         if rate > 0:
             self.create_timer(1.0 / rate, self._on_timer)
+        # The watchdog runs on the steady clock: with use_sim_time, sim time stops with the sim.
+        self.watchdog_period = min(0.01, self.get_parameter("state_timeout").value / 2)
+        self.create_timer(self.watchdog_period, self._on_watchdog,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     # ------------------------------------------------------------------ configuration
 
@@ -107,10 +125,20 @@ class ComputedTorqueController(Node):
             raise ValueError(f"effort_limits must have {n} values, got {list(override)}")
         limits = effort_limits(self.chain, self._in_chain_order(np.asarray(override, float))
                                if len(override) else ())
-        return mode, kp, kd, limits, bool(value("friction_compensation"))
+        timeout, action, max_rate = (value("state_timeout"), value("on_state_timeout"),
+                                     value("max_effort_rate"))
+        if not (np.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"state_timeout must be > 0 s, got {timeout}")
+        if action not in _TIMEOUT_ACTIONS:
+            raise ValueError(f"on_state_timeout must be hold or stop, got {action!r}")
+        if not (np.isfinite(max_rate) and max_rate >= 0):
+            raise ValueError(f"max_effort_rate must be >= 0 N m/s, got {max_rate}")
+        return (mode, kp, kd, limits, bool(value("friction_compensation")), timeout, action,
+                max_rate)
 
     def _apply(self, settings):
-        self.mode, self.kp, self.kd, self.limits, self.friction_compensation = settings
+        (self.mode, self.kp, self.kd, self.limits, self.friction_compensation,
+         self.state_timeout, self.on_state_timeout, self.max_effort_rate) = settings
 
     def _on_set_parameters(self, params):
         changes = {p.name: p.value for p in params}
@@ -155,18 +183,44 @@ class ComputedTorqueController(Node):
         start = time.perf_counter()
         tau, (q_d, qd_d, _) = self.compute_command(t, q, qd)
         self._compute_s.append(time.perf_counter() - start)
-        if not np.all(np.isfinite(tau)):
-            self.get_logger().error("non-finite effort computed; command not sent",
-                                    throttle_duration_sec=1.0)
-            return
-        self.command = tau
-        self.effort_pub.publish(messages.effort_command(tau[self.order]))
-        names = self.chain.joint_names
-        self.reference_pub.publish(messages.joint_state(names, t, q_d, qd_d, tau))
-        self.error_pub.publish(messages.joint_state(names, t, joint_error(self.chain, q_d, q), qd_d - qd))
+        if self._send(t, tau):
+            names = self.chain.joint_names
+            self.reference_pub.publish(messages.joint_state(names, t, q_d, qd_d, self.command))
+            self.error_pub.publish(messages.joint_state(names, t, joint_error(self.chain, q_d, q),
+                                                        qd_d - qd))
         if t >= self._next_report:  # build the report only when it is logged
             self._next_report = t + 5.0
             self.get_logger().info(self.compute_report())
+
+    def _send(self, t, tau):
+        """Rate-limit and publish an effort (chain order); never a non-finite one."""
+        if self.command is not None:
+            tau = limit_rate(tau, self.command, self.max_effort_rate, t - self.command_time)
+        if not np.all(np.isfinite(tau)):
+            self.get_logger().error("non-finite effort computed; command not sent",
+                                    throttle_duration_sec=1.0)
+            return False
+        self.command, self.command_time = tau, t
+        self.effort_pub.publish(messages.effort_command(tau[self.order]))
+        return True
+
+    def _on_watchdog(self):
+        """No good state for state_timeout: stop feedback; hold gravity compensation or stop."""
+        if self.last_state_wall is None:
+            return
+        silent = time.monotonic() - self.last_state_wall
+        if silent <= self.state_timeout:
+            return
+        if not self.stale:
+            self.stale = True
+            self.get_logger().warning(
+                f"no good joint state for {silent:.3f} s (state_timeout {self.state_timeout} s): "
+                + ("holding gravity compensation at the last good position"
+                   if self.on_state_timeout == "hold" else "effort commands stopped"))
+        if self.on_state_timeout == "hold":
+            q = self.state[1]
+            tau = saturate(gravity_torques(self.chain, q), self.limits)
+            self._send(self.command_time + self.watchdog_period, tau)
 
     def compute_report(self):
         us = np.array(self._compute_s) * 1e6
@@ -187,8 +241,16 @@ class ComputedTorqueController(Node):
         except messages.BadMessage as err:
             self.get_logger().warning(f"joint state ignored: {err}", throttle_duration_sec=1.0)
             return
-        self.state = (self._now(msg.header.stamp), q, qd)
-        if self.get_parameter("rate").value == 0:
+        t = self._now(msg.header.stamp)
+        self.last_state_wall = time.monotonic()
+        if self.stale:  # states are back: hold where the arm is now, no torque jump
+            self.stale = False
+            self.trajectory = Trajectory.hold(t, q)
+            self.command_time = t - self.watchdog_period  # the rate limit counts from here
+            self.get_logger().warning("joint states are back: holding the current position "
+                                      "(the running trajectory was dropped)")
+        self.state = (t, q, qd)
+        if self.rate == 0:
             self._tick()
 
     def _on_timer(self):

@@ -24,8 +24,8 @@ from std_msgs.msg import Float64MultiArray
 from ..control import effort_limits
 from ..simulation import INTEGRATORS, Simulation
 from . import messages
-from .common import (StartupError, build_chain, declare_model_parameters, model_text, run,
-                     subscribe_robot_description)
+from .common import (StartupError, build_chain, declare_model_parameters, model_text,
+                     reliability, run, subscribe_robot_description)
 
 
 def default_initial_positions(chain):
@@ -54,6 +54,8 @@ class DynamicsSimulator(Node):
         self.declare_parameter("wait_for_command", True, ParameterDescriptor(
             description="hold the joints (brakes) until the first effort command"))
         self.declare_parameter("effort_limits", None, optional)
+        self.declare_parameter("command_timeout", 0.2, ParameterDescriptor(
+            description="s without a command before the effort drops to zero; 0: never"))
 
         self.sim = None
         self.command = None
@@ -69,7 +71,7 @@ class DynamicsSimulator(Node):
         else:
             self.configure(source)
         self.create_subscription(Float64MultiArray, "/effort_controller/commands",
-                                 self._on_command, 1)  # only the newest command matters
+                                 self._on_command, reliability(self))
 
     def _param(self, name):
         return self.get_parameter(name).value
@@ -78,8 +80,10 @@ class DynamicsSimulator(Node):
         chain, order = build_chain(self, source)
         n = chain.n
         dt, rate, rtf = self._param("dt"), self._param("publish_rate"), self._param("real_time_factor")
+        timeout = self._param("command_timeout")
         for name, value, ok in (("dt", dt, 0 < dt <= 0.1), ("publish_rate", rate, rate > 0),
-                                ("real_time_factor", rtf, rtf >= 0)):
+                                ("real_time_factor", rtf, rtf >= 0),
+                                ("command_timeout", timeout, timeout >= 0)):
             if not ok or not np.isfinite(value):
                 raise StartupError(f"parameter {name} out of range: {value}")
         integrator = self._param("integrator")
@@ -104,6 +108,13 @@ class DynamicsSimulator(Node):
         self.publish_clock = bool(self._param("publish_clock"))
         self.lockstep = bool(self._param("lockstep"))
         self.braked = bool(self._param("wait_for_command"))  # released by the first command
+        self.command_timeout = timeout
+        self.command_wall = None  # time.monotonic() of the last good command
+        self.timed_out = False
+        self.fresh = False  # a command arrived since the last published state
+        self.published = 0  # states published while commands were expected
+        self.missed = 0  # of those, states after which no new command had arrived in time
+        self._next_report = 5.0
         self.sim = Simulation(chain, q0, dt, limits, integrator)
         self.command = np.zeros(n)
         self.get_logger().info(
@@ -135,6 +146,11 @@ class DynamicsSimulator(Node):
         command = np.empty_like(tau)
         command[self.order] = tau
         self.command = command
+        self.command_wall = time.monotonic()
+        self.fresh = True
+        if self.timed_out:
+            self.timed_out = False
+            self.get_logger().warning(f"effort commands are back at t = {self.sim.t:.3f} s")
         if self.braked:
             self.braked = False
             self.get_logger().info(f"first command at t = {self.sim.t:.3f} s: brakes released")
@@ -157,15 +173,40 @@ class DynamicsSimulator(Node):
 
     def _publish(self):
         sim = self.sim
+        if self.command_wall is not None and not self.lockstep:
+            self.published += 1
+            self.missed += not self.fresh
+            self.fresh = False
         self.state_pub.publish(messages.joint_state(sim.chain.joint_names, sim.t, sim.q, sim.qd,
                                                     sim.tau))
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
+        if sim.t >= self._next_report and self.published:
+            self._next_report = sim.t + 5.0
+            self.get_logger().info(self.deadline_report())
+
+    def deadline_report(self):
+        """States published since the first command, and how many got no new command in time."""
+        share = 100.0 * (1 - self.missed / self.published) if self.published else 100.0
+        return (f"deadlines: {self.published} states, {self.missed} missed (no new command "
+                f"before the next state), {share:.2f} % met")
+
+    def _check_command_timeout(self):
+        if self.command_timeout <= 0 or self.command_wall is None or self.timed_out:
+            return
+        silent = time.monotonic() - self.command_wall
+        if silent > self.command_timeout:
+            self.timed_out = True
+            self.command = np.zeros(self.sim.chain.n)
+            self.get_logger().warning(
+                f"no effort command for {silent:.3f} s (command_timeout {self.command_timeout} s): "
+                "zero effort, the arm falls as hardware would")
 
     def _run(self):
         """Free-running loop: step, publish every publish_every steps, keep wall-time pace."""
         next_wall = time.monotonic()
         while self._running and rclpy.ok():
+            self._check_command_timeout()
             with self._lock:
                 if self.braked:
                     self.sim.hold()
@@ -190,6 +231,8 @@ class DynamicsSimulator(Node):
         self._running = False
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+        if self.sim is not None and self.published:
+            self.get_logger().info(self.deadline_report())
 
 
 def main(args=None):

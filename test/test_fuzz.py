@@ -1,0 +1,154 @@
+"""Fuzz tests (hypothesis): every input either works or is refused with our own error type.
+
+- The URDF loader on random bytes, on broken XML and on random robots built from a small pool
+  of link names, joint types and attribute values (cycles, two parents, missing links, NaN,
+  inf, garbage numbers): it returns a Chain whose arrays are all finite, or raises URDFError.
+- The message readers on random arrays: they return finite arrays of the right shape, or
+  raise BadMessage; a trajectory they accept samples to finite values everywhere.
+"""
+
+import numpy as np
+import pytest
+
+from conftest import require
+from dyn_control import URDFError, load_chain
+
+hypothesis = require("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+LINKS = ["base", "a", "b", "c", "d", "e"]
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64).map(repr),
+    st.sampled_from(["0", "1", "-1", "0.5", "1e-9", "1e300", "nan", "inf", "-inf", "", "x",
+                     "1 2", "--1"]))
+
+
+def _triple():
+    return st.tuples(NUMBERS, NUMBERS, NUMBERS).map(" ".join)
+
+
+@st.composite
+def robots(draw):
+    parts = []
+    for name in draw(st.lists(st.sampled_from(LINKS), min_size=1, max_size=6)):
+        body = ""
+        if draw(st.booleans()):
+            inertia = " ".join(f'{k}="{draw(NUMBERS)}"' for k in
+                               ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+            body = (f'<inertial><origin xyz="{draw(_triple())}" rpy="{draw(_triple())}"/>'
+                    f'<mass value="{draw(NUMBERS)}"/><inertia {inertia}/></inertial>')
+        parts.append(f'<link name="{name}">{body}</link>')
+    for k in range(draw(st.integers(0, 7))):
+        jtype = draw(st.sampled_from(["revolute", "continuous", "prismatic", "fixed", "floating",
+                                      "planar", "screw", ""]))
+        extra = ""
+        if draw(st.booleans()):
+            extra += f'<axis xyz="{draw(_triple())}"/>'
+        if draw(st.booleans()):
+            extra += (f'<limit lower="{draw(NUMBERS)}" upper="{draw(NUMBERS)}" '
+                      f'effort="{draw(NUMBERS)}" velocity="{draw(NUMBERS)}"/>')
+        if draw(st.booleans()):
+            extra += f'<dynamics damping="{draw(NUMBERS)}" friction="{draw(NUMBERS)}"/>'
+        if draw(st.booleans()):
+            extra += f'<mimic joint="j{draw(st.integers(0, 7))}"/>'
+        if draw(st.booleans()):
+            extra += f'<origin xyz="{draw(_triple())}" rpy="{draw(_triple())}"/>'
+        parent, child = draw(st.sampled_from(LINKS)), draw(st.sampled_from(LINKS + ["ghost"]))
+        parts.append(f'<joint name="j{k}" type="{jtype}"><parent link="{parent}"/>'
+                     f'<child link="{child}"/>{extra}</joint>')
+    if draw(st.booleans()):
+        parts.append('<transmission name="t"><joint name="j0"/></transmission>')
+    return f'<robot name="fuzz">{"".join(parts)}</robot>'
+
+
+def _check_loads_or_refuses(text, **kwargs):
+    try:
+        chain = load_chain(text, **kwargs)
+    except URDFError:
+        return
+    for name in ("R0", "p0", "axis", "mass", "com", "inertia", "gravity"):
+        assert np.all(np.isfinite(getattr(chain, name))), name
+    assert chain.n >= 1 and len(chain.joint_names) == chain.n
+    assert not np.any(np.isnan(chain.effort_limits))
+
+
+@SETTINGS
+@given(robots(), st.sampled_from([None, "a", "b"]), st.sampled_from([None, "c", "e"]),
+       st.booleans())
+def test_random_robots_load_or_raise_urdf_error(text, root, tip, strict):
+    _check_loads_or_refuses(text, root_link=root, tip_link=tip, strict=strict)
+
+
+@SETTINGS
+@given(st.one_of(st.text(max_size=300), st.binary(max_size=300).map(lambda b: b.decode("latin-1"))))
+def test_random_text_is_refused_with_urdf_error(text):
+    _check_loads_or_refuses("<" + text)
+    _check_loads_or_refuses("<robot name='x'>" + text + "</robot>")
+
+
+@SETTINGS
+@given(robots(), st.lists(st.sampled_from([f"j{k}" for k in range(8)] + ["nope"]), max_size=4))
+def test_random_joint_lists_load_or_raise_urdf_error(text, joints):
+    _check_loads_or_refuses(text, joints=joints)
+
+
+# ------------------------------------------------------------------ message readers
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from conftest import URDF_DIR  # noqa: E402
+from dyn_control.nodes import messages  # noqa: E402
+
+CHAIN = load_chain(URDF_DIR / "two_link.urdf")
+FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
+NAMES = st.lists(st.sampled_from(["joint1", "joint2", "gripper", ""]), max_size=4)
+
+
+@SETTINGS
+@given(NAMES, st.lists(FLOATS, max_size=5), st.lists(FLOATS, max_size=5))
+def test_joint_state_reader(names, position, velocity):
+    msg = JointState(name=names, position=position, velocity=velocity)
+    try:
+        q, qd = messages.JointStateReader(CHAIN.joint_names).read(msg)
+    except messages.BadMessage:
+        return
+    assert q.shape == qd.shape == (2,) and np.all(np.isfinite(q)) and np.all(np.isfinite(qd))
+
+
+@SETTINGS
+@given(st.lists(FLOATS, max_size=4))
+def test_effort_command_reader(data):
+    try:
+        tau = messages.read_effort_command(Float64MultiArray(data=data), 2)
+    except messages.BadMessage:
+        return
+    assert tau.shape == (2,) and np.all(np.isfinite(tau))
+
+
+POINTS = st.lists(st.tuples(st.lists(FLOATS, max_size=3), st.lists(FLOATS, max_size=3),
+                            st.lists(FLOATS, max_size=3), st.integers(0, 5),
+                            st.integers(0, 999_999_999)), max_size=4)
+
+
+@SETTINGS
+@given(NAMES, POINTS, st.floats(-10, 10), st.integers(0, 3))
+def test_trajectory_reader(names, points, t, stamp):
+    msg = JointTrajectory(joint_names=names)
+    msg.header.stamp.sec = stamp
+    for pos, vel, acc, sec, nsec in points:
+        point = JointTrajectoryPoint(positions=pos, velocities=vel, accelerations=acc)
+        point.time_from_start.sec, point.time_from_start.nanosec = sec, nsec
+        msg.points.append(point)
+    zero = np.zeros(2)
+    try:
+        traj = messages.read_trajectory(msg, CHAIN, 1.0, (np.array([0.1, 0.2]), zero, zero))
+    except messages.BadMessage:
+        return
+    for s in (t, 0.0, 1.0, 1.5, 3.0, 10.0):
+        for x in traj.sample(s):
+            assert x.shape == (2,) and np.all(np.isfinite(x))
