@@ -21,10 +21,12 @@ from . import processes
 
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
                 controller_params=None, simulator_params=None, timeout=90.0,
-                controller_first=0.0):
+                controller_first=0.0, simulator_remaps=None, helpers=()):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
     controller_first: seconds the controller runs alone before the simulator starts.
+    simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
+    processes started after the simulator (fault injectors, load).
     Returns a dict: joint_names, t, error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
     ticks_before_simulator (controller outputs seen while it ran alone).
@@ -56,7 +58,9 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             ticks_alone = len(recorder.series("errors")[0])
         nodes.append(processes.NodeProcess(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
-            log_dir=log_dir))
+            remaps=simulator_remaps, log_dir=log_dir))
+        for name, argv in helpers:
+            nodes.append(processes.NodeProcess(name, log_dir=log_dir, argv=argv))
         nodes.append(processes.NodeProcess(
             "trajectory_demo", [processes.config("demo")], demo_params, log_dir=log_dir))
         start = _wait_for_motion(recorder, nodes, timeout)

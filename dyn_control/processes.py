@@ -68,7 +68,8 @@ class NodeProcess:
     """One node in its own process, output to a log file; stop() sends SIGINT like Ctrl-C."""
 
     def __init__(self, name, params_files=(), params=None, remaps=None, log_dir=".",
-                 env=None, domain_id=None):
+                 env=None, domain_id=None, argv=None):
+        """argv: run this command (plus the ROS arguments) instead of the console script `name`."""
         self.name = name
         self.log_path = pathlib.Path(log_dir) / f"{name}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,8 @@ class NodeProcess:
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([executable(name), *ros_args(params_files, params, remaps)],
+        command = list(argv) if argv else [executable(name)]
+        self.proc = subprocess.Popen([*command, *ros_args(params_files, params, remaps)],
                                      stdout=self._log, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
 

@@ -100,6 +100,10 @@ class ComputedTorqueController(Node):
             self._apply(self._settings({}))
         except ValueError as err:
             raise StartupError(str(err)) from err
+        # compile or load the kernels now, not in the first tick (which would stall ~0.3 s)
+        zero = np.zeros(chain.n)
+        control_torque(chain, self.mode, zero, zero, zero, zero, zero, self.kp, self.kd)
+        gravity_torques(chain, zero)
         self.get_logger().info(
             f"{chain.n} joints {self.names} from '{chain.root_link}' to '{chain.tip_link}', "
             f"mode {self.mode}")

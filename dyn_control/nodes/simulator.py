@@ -116,6 +116,7 @@ class DynamicsSimulator(Node):
         self.missed = 0  # of those, states after which no new command had arrived in time
         self._next_report = 5.0
         self.sim = Simulation(chain, q0, dt, limits, integrator)
+        self.sim.acceleration(q0, np.zeros(n), np.zeros(n))  # load the kernels before the loop
         self.command = np.zeros(n)
         self.get_logger().info(
             f"{n} joints {chain.joint_names}, dt {dt} s, {integrator}, publishing every "

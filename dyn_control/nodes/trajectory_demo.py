@@ -6,6 +6,7 @@ accelerations) with header.stamp = 0, "start now". See dyn_control.trajectory.si
 """
 
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -35,7 +36,8 @@ class TrajectoryDemo(Node):
         self.sent = False
         self.start = None
         self.pub = self.create_publisher(JointTrajectory, TOPIC, 10)
-        self.create_subscription(JointState, "/joint_states", self._on_state, 10)
+        # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
+        self.create_subscription(JointState, "/joint_states", self._on_state, qos_profile_sensor_data)
         self.create_timer(0.1, self._maybe_send)
 
     def _on_state(self, msg):

@@ -1,0 +1,43 @@
+"""Fault injector for the tests: relays /joint_states_raw to /joint_states over best-effort QoS
+and drops a given share of the messages (seeded, so a run is repeatable).
+
+    python test/fault_relay.py DROP_SHARE [--ros-args ...]
+"""
+
+import random
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+
+def main():
+    drop = float(sys.argv[1])
+    rclpy.init()
+    node = rclpy.create_node("fault_relay")
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+    out = node.create_publisher(JointState, "/joint_states", qos)
+    rng = random.Random(1)
+    counts = {"relayed": 0, "dropped": 0}
+
+    def relay(msg):
+        if rng.random() < drop:
+            counts["dropped"] += 1
+        else:
+            counts["relayed"] += 1
+            out.publish(msg)
+
+    node.create_subscription(JointState, "/joint_states_raw", relay, qos)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    print(f"fault_relay: {counts['relayed']} relayed, {counts['dropped']} dropped", flush=True)
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Faults injected into the running system (separate processes over DDS, own domain ids).
+
+- kill the controller mid-run and start another: the simulator keeps running, the new
+  controller takes the arm where it finds it and holds it;
+- kill the simulator: the controller notices within state_timeout and holds gravity
+  compensation;
+- best-effort QoS with 10 % of the joint states dropped, and the loop with another process
+  eating a core: tracking stays bounded and the simulator reports its missed deadlines.
+Bounds are stated at each test, with what was measured here.
+"""
+
+import re
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+import rclpy  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from conftest import PACKAGE_DIR  # noqa: E402
+from dyn_control import processes  # noqa: E402
+from dyn_control.demo import closed_loop, tracking_figures  # noqa: E402
+from dyn_control.nodes.recorder import Recorder  # noqa: E402
+
+ARM, ARM_CONFIGS = processes.arm_files("default_arm")
+
+
+class Counter:
+    """Counts messages on a topic from a background-spun node."""
+
+    def __init__(self, node, msg_type, topic):
+        self.times = []
+        node.create_subscription(msg_type, topic, lambda _: self.times.append(time.monotonic()), 100)
+
+    def since(self, t):
+        return sum(1 for x in self.times if x > t)
+
+
+def start(name, domain, log_dir, **params):
+    files = {"dynamics_simulator": [processes.config("simulator"), *ARM_CONFIGS],
+             "computed_torque_controller": [processes.config("controller")]}[name]
+    extra = {"use_sim_time": True} if name == "computed_torque_controller" else {}
+    return processes.NodeProcess(name, files, {"urdf_file": str(ARM), **extra, **params},
+                                 log_dir=log_dir, domain_id=domain)
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def ros(monkeypatch, request):
+    domain = request.param
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+    rclpy.init(domain_id=domain)
+    recorder = Recorder()
+    yield domain, recorder
+    recorder.close()
+    rclpy.try_shutdown()
+
+
+@pytest.mark.parametrize("ros", [71], indirect=True)
+def test_controller_killed_and_restarted(ros, tmp_path):
+    # command_timeout 10 s: the simulator keeps applying the last effort, as ros2_control's
+    # forward_command_controller does, while a new controller starts. The new one holds the
+    # first position it measures. Bounds: torque jump between the dead controller's last
+    # command and the new one's first below 0.5 N m, position drift below 1e-3 rad.
+    domain, recorder = ros
+    states = Counter(recorder, JointState, "/joint_states")
+    sim = start("dynamics_simulator", domain, tmp_path, command_timeout=10.0)
+    first = start("computed_torque_controller", domain, tmp_path / "first")
+    second = None
+    try:
+        wait_for(lambda: len(recorder.series("errors")[0]) > 500, 60, "the first controller")
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait()
+        killed = time.monotonic()
+        time.sleep(1.0)
+        assert sim.running() and states.since(killed + 0.5) > 300  # the simulator kept going
+        seen = len(recorder.series("references")[0])
+        _, q_d, _, tau = recorder.series("references")
+        last_tau, last_q = tau[-1], q_d[-1] - recorder.series("errors")[1][-1]
+        second = start("computed_torque_controller", domain, tmp_path / "second")
+        wait_for(lambda: len(recorder.series("references")[0]) > seen + 2000, 60, "the new controller")
+        _, q_new, _, tau_new = recorder.series("references")
+        jump = np.abs(tau_new[seen] - last_tau).max()
+        drift = np.abs(q_new[seen:] - last_q).max()
+        print(f"restart: torque jump {jump:.3g} N m, hold position drift {drift:.3g} rad")
+        assert jump < 0.5 and drift < 1e-3
+        assert np.abs(recorder.series("errors")[1][seen:]).max() < 1e-3
+        assert second.stop() == 0 and sim.stop() == 0
+    finally:
+        for node in (first, second, sim):
+            if node is not None:
+                node.stop()
+
+
+@pytest.mark.parametrize("ros", [72], indirect=True)
+def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
+    domain, recorder = ros
+    efforts = Counter(recorder, Float64MultiArray, "/effort_controller/commands")
+    sim = start("dynamics_simulator", domain, tmp_path)
+    controller = start("computed_torque_controller", domain, tmp_path)
+    try:
+        wait_for(lambda: len(recorder.series("errors")[0]) > 500, 60, "the loop")
+        sim.proc.send_signal(signal.SIGKILL)
+        sim.proc.wait()
+        killed = time.monotonic()
+        wait_for(lambda: "no good joint state" in controller.log(), 5, "the stale-state warning")
+        detected = time.monotonic() - killed
+        reports = re.findall(r"no good joint state for (\d+\.\d+) s", controller.log())
+        assert len(reports) == 1, controller.log()  # once, and not before the kill
+        silence = float(reports[0])
+        # state_timeout is 0.1 s, the watchdog looks every 10 ms: the controller reports the
+        # silence it saw (measured 0.10 to 0.11 s); the log reaches us within 0.5 s.
+        assert 0.1 < silence < 0.13 and detected < 0.5
+        time.sleep(0.5)
+        assert controller.running() and efforts.since(killed + 0.2) > 20  # holds, at 100 Hz
+        assert controller.stop() == 0
+    finally:
+        controller.stop()
+        sim.stop()
+
+
+def _deadlines(log):
+    match = re.findall(r"deadlines: (\d+) states, (\d+) missed", log)
+    assert match, "the simulator reported no deadline figures"
+    return tuple(map(int, match[-1]))
+
+
+def test_best_effort_with_dropped_states_stays_bounded(tmp_path):
+    # 10 % of the joint states never reach the controller (seeded drop, best-effort QoS both
+    # ways). Bound: RMS below 5e-3 rad on every joint; measured here 6e-5 to 5e-4 rad, with
+    # about 65 % of the deadlines missed (dropped states plus a controller that cannot keep
+    # up with 1 kHz when five processes share the two cores).
+    relay = ("fault_relay", [sys.executable, str(PACKAGE_DIR / "test" / "fault_relay.py"), "0.1"])
+    result = closed_loop("default_arm", 6.0, None, tmp_path, 73,
+                         controller_params={"qos_reliability": "best_effort"},
+                         simulator_params={"qos_reliability": "best_effort"},
+                         simulator_remaps={"/joint_states": "/joint_states_raw"}, helpers=[relay])
+    rms, _ = tracking_figures(result)
+    published, missed = _deadlines(result["logs"]["dynamics_simulator"])
+    print(f"10 % dropped: RMS {", ".join(f"{x:.1e}" for x in rms)}; {missed} of {published} missed")
+    assert np.all(rms < 5e-3), rms
+    assert missed >= 0.05 * published  # the dropped states show as missed deadlines
+    assert re.search(r"fault_relay: \d+ relayed, [1-9]\d* dropped", result["logs"]["fault_relay"])
+
+
+def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
+    # A busy process takes one of the two cores for the whole run. Bound: RMS below 5e-3 rad;
+    # measured here 9e-5 to 1.4e-3 rad, with 60 to 70 % of the deadlines missed. The count is
+    # reported (printed and in the simulator's log) either way.
+    hog = ("cpu_hog", [sys.executable, "-c", "while True: pass"])
+    result = closed_loop("default_arm", 6.0, None, tmp_path, 74, helpers=[hog])
+    rms, _ = tracking_figures(result)
+    published, missed = _deadlines(result["logs"]["dynamics_simulator"])
+    print(f"under load: RMS {", ".join(f"{x:.1e}" for x in rms)}; {missed} of {published} missed")
+    assert np.all(rms < 5e-3), rms
+    assert published > 5000
