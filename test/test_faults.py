@@ -130,6 +130,10 @@ def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
         sim.stop()
 
 
+def _fmt(values):
+    return ", ".join(f"{x:.1e}" for x in values)
+
+
 def _deadlines(log):
     match = re.findall(r"deadlines: (\d+) states, (\d+) missed", log)
     assert match, "the simulator reported no deadline figures"
@@ -148,7 +152,7 @@ def test_best_effort_with_dropped_states_stays_bounded(tmp_path):
                          simulator_remaps={"/joint_states": "/joint_states_raw"}, helpers=[relay])
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result["logs"]["dynamics_simulator"])
-    print(f"10 % dropped: RMS {", ".join(f"{x:.1e}" for x in rms)}; {missed} of {published} missed")
+    print(f"10 % dropped: RMS {_fmt(rms)}; {missed} of {published} missed")
     assert np.all(rms < 5e-3), rms
     assert missed >= 0.05 * published  # the dropped states show as missed deadlines
     assert re.search(r"fault_relay: \d+ relayed, [1-9]\d* dropped", result["logs"]["fault_relay"])
@@ -162,6 +166,6 @@ def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
     result = closed_loop("default_arm", 6.0, None, tmp_path, 74, helpers=[hog])
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result["logs"]["dynamics_simulator"])
-    print(f"under load: RMS {", ".join(f"{x:.1e}" for x in rms)}; {missed} of {published} missed")
+    print(f"under load: RMS {_fmt(rms)}; {missed} of {published} missed")
     assert np.all(rms < 5e-3), rms
     assert published > 5000

@@ -166,6 +166,19 @@ def test_new_trajectory_replaces_the_running_one_without_a_jump():
         node.destroy_node()
 
 
+def test_trajectory_before_the_first_state_starts_with_it():
+    node, _, reference, _ = make_controller()
+    try:
+        node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
+        assert node.trajectory is None
+        node._on_joint_state(state_msg(5.0, NAMES, Q))  # starts now, from here
+        assert node.trajectory.kind == "linear" and node.trajectory.start_time == 5.0
+        node._on_joint_state(state_msg(6.0, NAMES, Q))
+        np.testing.assert_allclose(reference.messages[-1].position, Q + 0.1, atol=1e-12)
+    finally:
+        node.destroy_node()
+
+
 def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
     node, effort, *_ = make_controller()
     try:

@@ -6,13 +6,17 @@ else the `urdf_file` parameter (a path, .xacro works), else the /robot_descripti
 (std_msgs/String, transient local, as robot_state_publisher publishes it).
 """
 
+import signal
 import sys
+import threading
 
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
+from rclpy.signals import SignalHandlerOptions
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
@@ -78,29 +82,49 @@ def subscribe_robot_description(node, callback):
     return node.create_subscription(String, "/robot_description", lambda m: callback(m.data), qos)
 
 
+EXECUTORS = ("single_threaded", "multi_threaded", "events")
+
+
+def make_executor(node):
+    """The rclpy executor named by the node's `executor` parameter (see README: measured)."""
+    name = node.declare_parameter("executor", "events", ParameterDescriptor(
+        description="single_threaded, multi_threaded or events (rclpy.experimental)")).value
+    if name == "single_threaded":
+        return SingleThreadedExecutor()
+    if name == "multi_threaded":
+        return MultiThreadedExecutor(num_threads=2)
+    if name == "events":
+        return EventsExecutor()
+    raise StartupError(f"parameter executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
+
+
 def run(node_class, args=None):
-    """rclpy.init, build the node, spin until Ctrl-C; exit 1 with one line on StartupError."""
-    rclpy.init(args=args)
+    """rclpy.init, build the node, spin until Ctrl-C; exit 1 with one line on StartupError.
+
+    SIGINT and SIGTERM only set a flag that the spin loop checks, instead of rclpy's handler
+    shutting the context down under a running callback (or an exception raised inside one):
+    the node stops first, then the context goes down, and the exit code is 0.
+    """
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     code = 0
     try:
         node = node_class()
-        executor = SingleThreadedExecutor()
+        executor = make_executor(node)
         executor.add_node(node)
-        while rclpy.ok() and node.fatal is None:
+        while not stop.is_set() and node.fatal is None:
             executor.spin_once(timeout_sec=0.1)
         if node.fatal is not None:
             raise node.fatal
     except (StartupError, ParameterException) as err:  # bad configuration: one line, exit 1
-        name = node_class.NODE_NAME
-        print(f"[{name}] error: {err}", file=sys.stderr, flush=True)
+        print(f"[{node_class.NODE_NAME}] error: {err}", file=sys.stderr, flush=True)
         code = 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
     finally:
         if node is not None:
             node.shutdown()
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+        rclpy.try_shutdown()
     return code

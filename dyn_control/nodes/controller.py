@@ -61,6 +61,7 @@ class ComputedTorqueController(Node):
         self.command_time = None  # its time (s, state clock)
         self.last_state_wall = None  # time.monotonic() of the last good state
         self.stale = False  # no good state for state_timeout: feedback stopped
+        self.pending = None  # a trajectory received before the first state
         self._compute_s = deque(maxlen=5000)
         self._next_report = -np.inf
 
@@ -254,6 +255,9 @@ class ComputedTorqueController(Node):
             self.get_logger().warning("joint states are back: holding the current position "
                                       "(the running trajectory was dropped)")
         self.state = (t, q, qd)
+        if self.pending is not None:  # a trajectory that came before the first state
+            self._on_trajectory(self.pending)
+            self.pending = None
         if self.rate == 0:
             self._tick()
 
@@ -263,7 +267,8 @@ class ComputedTorqueController(Node):
 
     def _on_trajectory(self, msg):
         if self.chain is None or self.state is None:
-            self.get_logger().error("trajectory refused: no joint state received yet")
+            self.pending = msg
+            self.get_logger().info("trajectory kept until the first joint state arrives")
             return
         t, q, _ = self.state
         current = (self.trajectory.sample(t) if self.trajectory is not None

@@ -37,15 +37,19 @@ class TrajectoryDemo(Node):
         self.start = None
         self.pub = self.create_publisher(JointTrajectory, TOPIC, 10)
         # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
-        self.create_subscription(JointState, "/joint_states", self._on_state, qos_profile_sensor_data)
+        self._state_sub = self.create_subscription(JointState, "/joint_states", self._on_state,
+                                                   qos_profile_sensor_data)
         self.create_timer(0.1, self._maybe_send)
 
     def _on_state(self, msg):
-        if self.start is None:
-            try:
-                self.start = self.reader.read(msg)[0]
-            except messages.BadMessage:
-                return
+        if self.start is not None:
+            return
+        try:
+            self.start = self.reader.read(msg)[0]
+        except messages.BadMessage:
+            return
+        # one state is all it needs: stop taking the 1 kHz stream
+        self.destroy_subscription(self._state_sub)
 
     def _maybe_send(self):
         if self.sent or self.start is None or self.pub.get_subscription_count() == 0:

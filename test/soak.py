@@ -1,0 +1,83 @@
+"""Soak run: the closed loop in lockstep at 1 kHz for a long stretch of simulated time.
+
+    python test/soak.py SECONDS [DOMAIN]     (test_soak.py runs it; also usable by hand)
+
+Starts dynamics_simulator (lockstep) and computed_torque_controller as processes with the
+config/*.yaml parameters, sends one slow trajectory as long as the run, samples the
+controller's ~/error over best-effort QoS (so the sampling cannot slow the loop), reads the
+resident memory of both processes from /proc every 2 s of wall time, and prints one JSON line:
+{"sim_seconds", "wall_seconds", "rss_mb": {name: [samples]}, "rms_per_minute": [[n], ...]}.
+"""
+
+import json
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+from dyn_control import processes
+from dyn_control.nodes import messages
+
+
+def rss_mb(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main(seconds, domain):
+    urdf, arm_configs = processes.arm_files("default_arm")
+    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="soak_"))
+    rclpy.init(domain_id=domain)
+    node = rclpy.create_node("soak_sampler")
+    samples = []
+    node.create_subscription(JointState, "/computed_torque_controller/error",
+                             lambda m: samples.append((messages.to_seconds(m.header.stamp),
+                                                       np.array(m.position))),
+                             qos_profile_sensor_data)
+    common = {"urdf_file": str(urdf)}
+    nodes = [
+        processes.NodeProcess("dynamics_simulator", [processes.config("simulator"), *arm_configs],
+                              {**common, "lockstep": True}, log_dir=log_dir, domain_id=domain),
+        processes.NodeProcess("computed_torque_controller", [processes.config("controller")],
+                              {**common, "use_sim_time": True}, log_dir=log_dir, domain_id=domain),
+        processes.NodeProcess("trajectory_demo", [processes.config("demo")],
+                              {**common, "use_sim_time": True, "duration": float(seconds) + 5,
+                               "points_per_second": 10.0}, log_dir=log_dir, domain_id=domain),
+    ]
+    rss = {n.name: [] for n in nodes[:2]}
+    start = time.monotonic()
+    next_rss = start
+    try:
+        while not samples or samples[-1][0] < seconds:
+            rclpy.spin_once(node, timeout_sec=0.05)
+            if time.monotonic() >= next_rss:
+                next_rss += 2.0
+                for n in nodes[:2]:
+                    if not n.running():
+                        raise RuntimeError(f"{n.name} died:\n{n.log()[-2000:]}")
+                    rss[n.name].append(rss_mb(n.proc.pid))
+            if time.monotonic() - start > 20 * seconds + 120:
+                raise TimeoutError("soak made no progress")
+    finally:
+        codes = {n.name: n.stop() for n in nodes}
+        node.destroy_node()
+        rclpy.try_shutdown()
+    t = np.array([s[0] for s in samples])
+    e = np.array([s[1] for s in samples])
+    minutes = [e[(t >= m) & (t < m + 60)] for m in range(0, int(seconds), 60)]
+    print(json.dumps({
+        "sim_seconds": float(t[-1]), "wall_seconds": time.monotonic() - start,
+        "samples": len(t), "rss_mb": rss, "exit_codes": codes,
+        "rms_per_minute": [np.sqrt((w**2).mean(axis=0)).tolist() for w in minutes if len(w)],
+    }))
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 75)
