@@ -407,3 +407,18 @@ def test_simulator_bad_configuration_stops_with_one_line():
                          env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
     assert res.returncode == 1 and "initial_positions" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_non_finite_effort_is_never_sent():
+    # velocities of 1e200 rad/s are finite, but the Coriolis terms overflow to inf - inf = NaN;
+    # saturation does not help (clip keeps NaN), so the command must be refused before the wire
+    node, effort, reference, _ = make_controller()
+    try:
+        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        sent = len(effort.messages)
+        node._on_joint_state(state_msg(1.001, NAMES, Q, np.full(7, 1e200)))
+        assert len(effort.messages) == sent  # refused
+        assert all(np.all(np.isfinite(m.data)) for m in effort.messages)
+        assert all(np.all(np.isfinite(m.effort)) for m in reference.messages)
+    finally:
+        node.destroy_node()
