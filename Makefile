@@ -2,13 +2,14 @@
 #   make demo   closed-loop simulated arm (ARM=default_arm or ARM=two_link)
 #   make test   the whole test suite (what CI runs)
 #   make bench  dynamics against Pinocchio
+#   make bench-loop  the real-time loop against an rclpy relay
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARM ?= default_arm
 
-.PHONY: demo test bench venv venv-test clean
+.PHONY: demo test bench bench-loop venv venv-test clean
 
 $(VENV)/.runtime: requirements.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +34,10 @@ test: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(PY) bench/bench_dynamics.py
+
+# the 1 kHz loop: our controller against a relay that does no work (about 4 minutes)
+bench-loop: $(VENV)/.runtime
+	$(PY) bench/bench_loop.py
 
 clean:
 	rm -rf $(VENV) out build install log *.egg-info

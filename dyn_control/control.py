@@ -1,4 +1,4 @@
-"""Control laws and their parameters; pure numpy.
+"""Control laws and their parameters. One compiled kernel (kernels.control_law) runs them.
 
 e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints). The modes:
 
@@ -13,10 +13,13 @@ as N m/rad and N m s/rad (N/m, N s/m for prismatic joints).
 
 import numpy as np
 
-from .dynamics import bias_forces, gravity_torques, inverse_dynamics, mass_matrix
+from . import kernels
+from .dynamics import model_arrays
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
-DEFAULT_KP = 100.0  # 1/s^2: natural frequency 10 rad/s
+_MODE_CODES = {"computed_torque": kernels.COMPUTED_TORQUE, "feedforward": kernels.FEEDFORWARD,
+               "gravity_pd": kernels.GRAVITY_PD}
+DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
 
 
 def gain_vector(value, n, name):
@@ -40,24 +43,37 @@ def check_mode(mode):
     return mode
 
 
-def joint_error(chain, q_d, q):
-    """q_d - q, wrapped to [-pi, pi) on continuous joints."""
-    e = q_d - q
-    wrap = chain.continuous
-    if wrap.any():
-        e[wrap] = (e[wrap] + np.pi) % (2 * np.pi) - np.pi
-    return e
+class ControlLaw:
+    """A control law with its parameters packed once for the compiled kernel.
+
+    kp, kd: (n,) gains; limits: (n,) effort saturation (default none); friction_compensation
+    adds the chain's damping * qd + friction * sign(qd_d). Calling it with the state and the
+    desired state, each (n,), returns (tau, e, ed): the torques and the errors they answer.
+    """
+
+    def __init__(self, chain, mode, kp, kd, limits=None, friction_compensation=False):
+        self.chain = chain
+        self.mode = _MODE_CODES[check_mode(mode)]
+        n = chain.n
+        self.params = np.zeros((6, n))
+        self.params[kernels.KP], self.params[kernels.KD] = kp, kd
+        self.params[kernels.WRAP] = chain.continuous
+        if friction_compensation:
+            self.params[kernels.DAMPING] = chain.damping
+            self.params[kernels.FRICTION] = chain.friction
+        self.params[kernels.LIMIT] = np.inf if limits is None else limits
+
+    def __call__(self, q, qd, q_d, qd_d, qdd_d):
+        return kernels.control_law(*model_arrays(self.chain), self.chain.base_acceleration, self.mode,
+                                   self.params, *(np.asarray(x, dtype=np.float64)
+                                                  for x in (q, qd, q_d, qd_d, qdd_d)))
 
 
 def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
-    """Joint torques (n,) N m or N for the mode; arrays (n,) as in the module doc."""
-    e = joint_error(chain, q_d, q)
-    ed = qd_d - qd
-    if mode == "computed_torque":
-        return mass_matrix(chain, q) @ (qdd_d + kd * ed + kp * e) + bias_forces(chain, q, qd)
-    if mode == "feedforward":
-        return inverse_dynamics(chain, q_d, qd_d, qdd_d) + kp * e + kd * ed
-    return gravity_torques(chain, q) + kp * e + kd * ed
+    """Joint torques (n,) N m or N of a mode, unsaturated and without friction compensation."""
+    n = chain.n
+    law = ControlLaw(chain, mode, gain_vector(kp, n, "kp"), gain_vector(kd, n, "kd"))
+    return law(q, qd, q_d, qd_d, qdd_d)[0]
 
 
 def saturate(tau, limits):

@@ -14,7 +14,7 @@ _ZERO6 = np.zeros(6)
 _ZERO3 = np.zeros(3)
 
 
-def _model(chain):
+def model_arrays(chain):
     return chain.R0, chain.p0, chain.axis, chain.jtype, chain.mass, chain.h, chain.inertia_origin
 
 
@@ -41,13 +41,24 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     """
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     return kernels.inverse_dynamics(
-        *_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+        *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
 
 
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
-    return kernels.mass_matrix(*_model(chain), _vector(chain, q, "q"))
+    return kernels.mass_matrix(*model_arrays(chain), _vector(chain, q, "q"))
+
+
+def mass_matrix_times_plus_bias(chain, q, qd, v):
+    """M(q) v + C(q, qd) qd + g(q), (n,), in one compiled call (the computed-torque law).
+
+    Same numbers as mass_matrix(chain, q) @ v + bias_forces(chain, q, qd): M is built from the
+    same inverse-dynamics calls with qdd = e_j, with the joint poses computed once.
+    """
+    return kernels.mass_matrix_times_plus_bias(
+        *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"), _vector(chain, v, "v"),
+        chain.base_acceleration)
 
 
 def bias_forces(chain, q, qd, gravity=None):
@@ -65,18 +76,18 @@ def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
     """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve."""
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     return kernels.forward_dynamics(
-        *_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+        *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, tau, "tau"), _base_acceleration(chain, gravity), f)
 
 
 def kinetic_energy(chain, q, qd):
     """Kinetic energy (J) from the link velocities: sum of 1/2 m v_c^2 + 1/2 w^T I_c w."""
-    return kernels.energies(*_model(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+    return kernels.energies(*model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
                             _ZERO3)[0]
 
 
 def potential_energy(chain, q, gravity=None):
     """Gravitational potential energy (J), zero with every COM at the base frame origin."""
     zero = np.zeros(chain.n)
-    return kernels.energies(*_model(chain), _vector(chain, q, "q"), zero,
+    return kernels.energies(*model_arrays(chain), _vector(chain, q, "q"), zero,
                             -_base_acceleration(chain, gravity))[1]

@@ -255,3 +255,57 @@ def energies(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, g):
                           + _dot(w, _mul(inertia_o, i, w)))
         potential -= _dot(G, _add(_scale(pw, mass[i]), _mul(Rw, 0, hi)))  # m * COM in base frame
     return kinetic, potential
+
+
+@_jit
+def mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, v, a0):
+    """M(q) v + ID(q, qd, 0) in one call: poses once, the n columns of M by ID with qdd = e_j,
+    the bias by one more pass. The computed-torque law's whole model cost."""
+    n = q.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    M = np.empty((n, n))
+    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    tau = np.empty(n)
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau)
+    for i in range(n):
+        for j in range(n):
+            tau[i] += M[i, j] * v[j]
+    return tau
+
+
+COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = 0, 1, 2
+KP, KD, WRAP, DAMPING, FRICTION, LIMIT = range(6)  # rows of the law's parameter array
+
+
+@_jit
+def control_law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, params, q, qd, q_d, qd_d, qdd_d):
+    """One control step -> (tau, e, ed), each (n,). See dyn_control.control for the laws.
+
+    params: (6, n) rows KP, KD, WRAP (1: continuous joint, error wrapped to [-pi, pi)),
+    DAMPING and FRICTION to compensate (zeros: none), LIMIT (effort saturation, may be inf).
+    """
+    n = q.shape[0]
+    e, ed, v = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        err = q_d[i] - q[i]
+        if params[WRAP, i] > 0:
+            err = (err + math.pi) % (2 * math.pi) - math.pi
+        e[i] = err
+        ed[i] = qd_d[i] - qd[i]
+        v[i] = qdd_d[i] + params[KD, i] * ed[i] + params[KP, i] * err
+    zero6 = np.zeros(6)
+    if mode == COMPUTED_TORQUE:
+        tau = mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, v, a0)
+    else:
+        if mode == FEEDFORWARD:
+            tau = inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q_d, qd_d, qdd_d, a0, zero6)
+        else:
+            zero = np.zeros(n)
+            tau = inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, zero, zero, a0, zero6)
+        for i in range(n):
+            tau[i] += params[KP, i] * e[i] + params[KD, i] * ed[i]
+    for i in range(n):
+        tau[i] += params[DAMPING, i] * qd[i] + params[FRICTION, i] * np.sign(qd_d[i])
+        tau[i] = min(max(tau[i], -params[LIMIT, i]), params[LIMIT, i])
+    return tau, e, ed

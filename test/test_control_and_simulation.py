@@ -11,8 +11,8 @@ import pytest
 from conftest import URDF_DIR, require
 from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, kinetic_energy,
                          load_chain, potential_energy)
-from dyn_control.control import (check_mode, control_torque, critical_damping, effort_limits,
-                                 gain_vector, joint_error, saturate)
+from dyn_control.control import (ControlLaw, check_mode, control_torque, critical_damping,
+                                 effort_limits, gain_vector, saturate)
 from dyn_control.examples import joint, link, inertial, robot
 from dyn_control.simulation import Simulation
 
@@ -67,8 +67,24 @@ def test_gains_and_mode_validation():
 def test_continuous_joint_error_wraps():
     chain = load_chain(robot("c", link("b"), joint("j", "continuous", "b", "l"),
                              link("l", inertial(1.0, (0.1, 0, 0), np.eye(3) * 1e-3))))
-    np.testing.assert_allclose(joint_error(chain, np.array([np.pi - 0.1]), np.array([-np.pi + 0.1])),
-                               [-0.2], atol=1e-12)
+    law = ControlLaw(chain, "gravity_pd", np.ones(1), np.ones(1))
+    _, e, _ = law([-np.pi + 0.1], [0.0], [np.pi - 0.1], [0.0], [0.0])
+    np.testing.assert_allclose(e, [-0.2], atol=1e-12)
+
+
+def test_law_saturates_and_compensates_friction(arm):
+    # ControlLaw = control_torque + damping * qd + friction * sign(qd_d), clipped to the limits
+    rng = np.random.default_rng(2)
+    q, qd, q_d, qd_d, qdd_d = rng.uniform(-1, 1, (5, 7))
+    kp, kd = np.full(7, 400.0), np.full(7, 40.0)
+    limits = np.array([176, 176, 110, 110, 110, 40, 40], dtype=float) / 20
+    raw = control_torque(arm, "computed_torque", q, qd, q_d, qd_d, qdd_d, kp, kd)
+    tau, e, ed = ControlLaw(arm, "computed_torque", kp, kd, limits, True)(q, qd, q_d, qd_d, qdd_d)
+    expected = np.clip(raw + arm.damping * qd + arm.friction * np.sign(qd_d), -limits, limits)
+    np.testing.assert_allclose(tau, expected, atol=1e-12)
+    np.testing.assert_allclose(e, q_d - q, atol=1e-15)
+    np.testing.assert_allclose(ed, qd_d - qd, atol=1e-15)
+    assert np.any(np.abs(tau) == limits)  # some joints saturated
 
 
 def test_effort_limits_and_saturation(arm):

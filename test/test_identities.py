@@ -75,6 +75,15 @@ def test_inverse_dynamics_is_linear_in_acceleration(arm):
         _close(lhs, rhs, ROUND_OFF)
 
 
+def test_fused_computed_torque_kernel_equals_its_parts(arm):
+    from dyn_control.dynamics import mass_matrix_times_plus_bias
+    for q, qd, v in _states(arm):
+        _close(mass_matrix_times_plus_bias(arm, q, qd, v),
+               mass_matrix(arm, q) @ v + bias_forces(arm, q, qd), ROUND_OFF)
+        _close(mass_matrix_times_plus_bias(arm, q, qd, v), inverse_dynamics(arm, q, qd, v),
+               ROUND_OFF)  # by linearity of ID in qdd
+
+
 def test_forward_dynamics_inverts_inverse_dynamics(arm):
     for q, qd, qdd in _states(arm):
         _close(forward_dynamics(arm, q, qd, inverse_dynamics(arm, q, qd, qdd)), qdd, 1e-9)
@@ -132,7 +141,7 @@ def test_plain_python_kernels_equal_compiled(arm):
     if not kernels.HAVE_NUMBA:
         pytest.skip("numba not installed: the plain-Python kernels are the only ones")
     q, qd, qdd = next(_states(arm))
-    model = dynamics._model(arm)
+    model = dynamics.model_arrays(arm)
     a0 = -arm.gravity
     f = np.zeros(6)
     compiled = kernels.inverse_dynamics(*model, q, qd, qdd, a0, f)

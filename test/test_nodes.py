@@ -96,7 +96,7 @@ def test_joint_states_are_mapped_by_name_in_any_order():
         rng = np.random.default_rng(0)
         q, qd = Q + rng.uniform(-0.1, 0.1, 7), rng.uniform(-0.5, 0.5, 7)
         node._on_joint_state(state_msg(1.0, NAMES, Q))  # first state: hold it
-        expected, _ = node.compute_command(1.5, q, qd)
+        expected = node.compute_command(1.5, q, qd)[0]
         for perm in (np.arange(7), rng.permutation(7), rng.permutation(7)):
             names = [NAMES[i] for i in perm] + ["gripper_finger"]
             node._on_joint_state(state_msg(1.5, names, np.append(q[perm], 0.3),

@@ -6,6 +6,7 @@ else the `urdf_file` parameter (a path, .xacro works), else the /robot_descripti
 (std_msgs/String, transient local, as robot_state_publisher publishes it).
 """
 
+import gc
 import signal
 import sys
 import threading
@@ -115,6 +116,10 @@ def run(node_class, args=None):
         node = node_class()
         executor = make_executor(node)
         executor.add_node(node)
+        # Everything built so far lives until exit: keep it out of the collector's passes, so
+        # a collection during a tick walks only the objects of recent ticks (latency tail).
+        gc.collect()
+        gc.freeze()
         while not stop.is_set() and node.fatal is None:
             executor.spin_once(timeout_sec=0.1)
         if node.fatal is not None:

@@ -18,8 +18,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control import (DEFAULT_KP, check_mode, control_torque, critical_damping, effort_limits,
-                       gain_vector, joint_error, limit_rate, saturate)
+from ..control import (DEFAULT_KP, ControlLaw, check_mode, critical_damping, effort_limits,
+                       gain_vector, limit_rate, saturate)
 from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
@@ -97,13 +97,16 @@ class ComputedTorqueController(Node):
         self.chain, self.order = chain, order
         self.names = [chain.joint_names[i] for i in order]
         self.reader = messages.JointStateReader(chain.joint_names)
+        self.reference_msg = messages.JointStateWriter(chain.joint_names)
+        self.error_msg = messages.JointStateWriter(chain.joint_names)
         try:
             self._apply(self._settings({}))
         except ValueError as err:
             raise StartupError(str(err)) from err
         # compile or load the kernels now, not in the first tick (which would stall ~0.3 s)
         zero = np.zeros(chain.n)
-        control_torque(chain, self.mode, zero, zero, zero, zero, zero, self.kp, self.kd)
+        for mode in ("computed_torque", "feedforward", "gravity_pd"):
+            ControlLaw(chain, mode, self.kp, self.kd)(zero, zero, zero, zero, zero)
         gravity_torques(chain, zero)
         self.get_logger().info(
             f"{chain.n} joints {self.names} from '{chain.root_link}' to '{chain.tip_link}', "
@@ -144,6 +147,8 @@ class ComputedTorqueController(Node):
     def _apply(self, settings):
         (self.mode, self.kp, self.kd, self.limits, self.friction_compensation,
          self.state_timeout, self.on_state_timeout, self.max_effort_rate) = settings
+        self.law = ControlLaw(self.chain, self.mode, self.kp, self.kd, self.limits,
+                              self.friction_compensation)
 
     def _on_set_parameters(self, params):
         changes = {p.name: p.value for p in params}
@@ -171,28 +176,25 @@ class ComputedTorqueController(Node):
     # ------------------------------------------------------------------ the control step
 
     def compute_command(self, t, q, qd):
-        """Effort (n,) in chain order at time t (s) for state q, qd; also the desired state.
+        """One control step at time t (s) for the state q, qd (n,), chain order.
 
-        Before any trajectory the controller holds the first measured position.
+        Returns (tau, (q_d, qd_d, qdd_d), (e, ed)): the saturated effort, the desired state
+        and the errors. Before any trajectory the controller holds the first measured position.
         """
         if self.trajectory is None:
             self.trajectory = Trajectory.hold(t, q)
-        q_d, qd_d, qdd_d = self.trajectory.sample(t)
-        tau = control_torque(self.chain, self.mode, q, qd, q_d, qd_d, qdd_d, self.kp, self.kd)
-        if self.friction_compensation:
-            tau += self.chain.damping * qd + self.chain.friction * np.sign(qd_d)
-        return saturate(tau, self.limits), (q_d, qd_d, qdd_d)
+        desired = self.trajectory.sample(t)
+        tau, e, ed = self.law(q, qd, *desired)
+        return tau, desired, (e, ed)
 
     def _tick(self):
         t, q, qd = self.state
         start = time.perf_counter()
-        tau, (q_d, qd_d, _) = self.compute_command(t, q, qd)
+        tau, (q_d, qd_d, _), (e, ed) = self.compute_command(t, q, qd)
         self._compute_s.append(time.perf_counter() - start)
         if self._send(t, tau):
-            names = self.chain.joint_names
-            self.reference_pub.publish(messages.joint_state(names, t, q_d, qd_d, self.command))
-            self.error_pub.publish(messages.joint_state(names, t, joint_error(self.chain, q_d, q),
-                                                        qd_d - qd))
+            self.reference_pub.publish(self.reference_msg.fill(t, q_d, qd_d, self.command))
+            self.error_pub.publish(self.error_msg.fill(t, e, ed))
         if t >= self._next_report:  # build the report only when it is logged
             self._next_report = t + 5.0
             self.get_logger().info(self.compute_report())

@@ -4,6 +4,7 @@ Readers raise `BadMessage` with a reason a person can act on (naming the joint);
 it and drop the message, so a bad message never stops a node.
 """
 
+import array
 import math
 
 import numpy as np
@@ -69,20 +70,37 @@ class JointStateReader:
         return q, qd
 
 
+def doubles(values) -> array.array:
+    """(n,) floats -> array.array('d'): the message setters take it without checking each item."""
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+class JointStateWriter:
+    """One JointState with fixed names, refilled each tick (publish serializes it at once)."""
+
+    def __init__(self, names):
+        self.msg = JointState()
+        self.msg.name = list(names)
+
+    def fill(self, t, position, velocity=None, effort=None) -> JointState:
+        msg = self.msg
+        msg.header.stamp = to_stamp(t)
+        msg.position = doubles(position)
+        if velocity is not None:
+            msg.velocity = doubles(velocity)
+        if effort is not None:
+            msg.effort = doubles(effort)
+        return msg
+
+
 def joint_state(names, t, position, velocity=None, effort=None) -> JointState:
-    msg = JointState()
-    msg.header.stamp = to_stamp(t)
-    msg.name = list(names)
-    msg.position = np.asarray(position, dtype=float).tolist()
-    if velocity is not None:
-        msg.velocity = np.asarray(velocity, dtype=float).tolist()
-    if effort is not None:
-        msg.effort = np.asarray(effort, dtype=float).tolist()
-    return msg
+    return JointStateWriter(names).fill(t, position, velocity, effort)
 
 
 def effort_command(tau) -> Float64MultiArray:
-    return Float64MultiArray(data=np.asarray(tau, dtype=float).tolist())
+    return Float64MultiArray(data=doubles(tau))
 
 
 def read_effort_command(msg, n):

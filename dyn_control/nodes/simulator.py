@@ -116,6 +116,7 @@ class DynamicsSimulator(Node):
         self.missed = 0  # of those, states after which no new command had arrived in time
         self._next_report = 5.0
         self.sim = Simulation(chain, q0, dt, limits, integrator)
+        self.state_msg = messages.JointStateWriter(chain.joint_names)
         self.sim.acceleration(q0, np.zeros(n), np.zeros(n))  # load the kernels before the loop
         self.command = np.zeros(n)
         self.get_logger().info(
@@ -178,8 +179,7 @@ class DynamicsSimulator(Node):
             self.published += 1
             self.missed += not self.fresh
             self.fresh = False
-        self.state_pub.publish(messages.joint_state(sim.chain.joint_names, sim.t, sim.q, sim.qd,
-                                                    sim.tau))
+        self.state_pub.publish(self.state_msg.fill(sim.t, sim.q, sim.qd, sim.tau))
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
         if sim.t >= self._next_report and self.published:

@@ -1,0 +1,36 @@
+"""The floor of rclpy messaging for the loop benchmark: a node that does no work.
+
+It receives /joint_states and publishes what our controller publishes per tick, without the
+computation: a Float64MultiArray on /effort_controller/commands and the state, stamp kept, on
+~/reference. It runs through the same dyn_control.nodes.common.run as our nodes (same
+executor parameter, same signal handling), so the two differ only by the control step.
+"""
+
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from dyn_control.nodes.common import reliability, run
+
+
+class Relay(Node):
+    NODE_NAME = "relay"
+
+    def __init__(self):
+        super().__init__(self.NODE_NAME)
+        self.fatal = None
+        self.declare_parameter("qos_reliability", "reliable")
+        self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
+        self.create_subscription(JointState, "/joint_states", self._on_state, reliability(self))
+
+    def _on_state(self, msg):
+        self.effort_pub.publish(Float64MultiArray(data=list(msg.position)))
+        self.reference_pub.publish(msg)
+
+    def shutdown(self):
+        pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(Relay))
