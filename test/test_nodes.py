@@ -422,3 +422,33 @@ def test_a_non_finite_effort_is_never_sent():
         assert all(np.all(np.isfinite(m.effort)) for m in reference.messages)
     finally:
         node.destroy_node()
+
+
+def test_model_from_the_robot_description_topic():
+    """No model parameter: the controller configures from /robot_description (latched, as
+    robot_state_publisher publishes it), and a bad URDF there stops it through `fatal`."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_msgs.msg import String
+
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    for text, ok in (((URDF_DIR / "default_arm.urdf").read_text(), True),
+                     ("<robot name='x'><link name='a'/></robot>", False)):
+        peer = rclpy.create_node("description_publisher")
+        peer.create_publisher(String, "/robot_description", latched).publish(String(data=text))
+        node = ComputedTorqueController()
+        executor = rclpy.executors.SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.add_node(peer)
+        try:
+            assert node.chain is None
+            deadline = time.monotonic() + 10
+            while node.chain is None and node.fatal is None and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            if ok:
+                assert node.chain is not None and node.names == NAMES
+            else:
+                assert node.chain is None and "no movable joint" in str(node.fatal)
+        finally:
+            executor.shutdown()
+            peer.destroy_node()
+            node.destroy_node()

@@ -76,11 +76,29 @@ def reliability(node):
     return QoSProfile(depth=1, reliability=policies[name])
 
 
-def subscribe_robot_description(node, callback):
-    """Latched /robot_description subscription (robot_state_publisher's QoS)."""
+def configure_from_model(node):
+    """node.configure(urdf_text) now from the parameters, or when /robot_description arrives
+    (latched, robot_state_publisher's QoS). A StartupError from the topic path stops the node
+    through node.fatal, as one from the constructor does."""
+    source = model_text(node)
+    if source is not None:
+        node.configure(source)
+        return
+    node.get_logger().info("waiting for the robot model on /robot_description")
+    loaded = []
+
+    def on_description(msg):
+        if loaded:
+            return
+        loaded.append(True)
+        try:
+            node.configure(msg.data)
+        except StartupError as err:
+            node.fatal = err
+
     qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
-    return node.create_subscription(String, "/robot_description", lambda m: callback(m.data), qos)
+    node.create_subscription(String, "/robot_description", on_description, qos)
 
 
 EXECUTORS = ("single_threaded", "multi_threaded", "events")

@@ -23,8 +23,8 @@ from ..control import (DEFAULT_KP, ControlLaw, check_mode, critical_damping, eff
 from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
-from .common import (StartupError, build_chain, declare_model_parameters, model_text,
-                     reliability, run, subscribe_robot_description)
+from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
+                     reliability, run)
 
 _FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate",
           "qos_reliability")
@@ -69,12 +69,7 @@ class ComputedTorqueController(Node):
         self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
         self.error_pub = self.create_publisher(JointState, "~/error", 10)
 
-        source = model_text(self)
-        if source is None:
-            self.get_logger().info("waiting for the robot model on /robot_description")
-            self._description_sub = subscribe_robot_description(self, self._on_description)
-        else:
-            self.configure(source)
+        configure_from_model(self)
         # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
         self.create_subscription(JointState, "/joint_states", self._on_joint_state,
                                  reliability(self))
@@ -164,16 +159,6 @@ class ComputedTorqueController(Node):
             return SetParametersResult(successful=False, reason=str(err))
         self._apply(settings)
         return SetParametersResult(successful=True)
-
-    def _on_description(self, text):
-        if self.chain is not None:
-            return
-        try:
-            self.configure(text)
-        except StartupError as err:
-            self.fatal = err
-
-    # ------------------------------------------------------------------ the control step
 
     def compute_command(self, t, q, qd):
         """One control step at time t (s) for the state q, qd (n,), chain order.

@@ -24,8 +24,8 @@ from std_msgs.msg import Float64MultiArray
 from ..control import effort_limits
 from ..simulation import INTEGRATORS, Simulation
 from . import messages
-from .common import (StartupError, build_chain, declare_model_parameters, model_text,
-                     reliability, run, subscribe_robot_description)
+from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
+                     reliability, run)
 
 
 def default_initial_positions(chain):
@@ -64,12 +64,7 @@ class DynamicsSimulator(Node):
         self._thread = None
         self.state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
-        source = model_text(self)
-        if source is None:
-            self.get_logger().info("waiting for the robot model on /robot_description")
-            self._description_sub = subscribe_robot_description(self, self._on_description)
-        else:
-            self.configure(source)
+        configure_from_model(self)
         self.create_subscription(Float64MultiArray, "/effort_controller/commands",
                                  self._on_command, reliability(self))
 
@@ -128,14 +123,6 @@ class DynamicsSimulator(Node):
         else:
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
-
-    def _on_description(self, text):
-        if self.sim is not None:
-            return
-        try:
-            self.configure(text)
-        except StartupError as err:
-            self.fatal = err
 
     def _on_command(self, msg):
         if self.sim is None:
