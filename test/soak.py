@@ -45,8 +45,10 @@ def main(seconds, domain):
     nodes = [
         processes.NodeProcess("dynamics_simulator", [processes.config("simulator"), *arm_configs],
                               {**common, "lockstep": True}, log_dir=log_dir, domain_id=domain),
+        # lockstep has no real-time contract: wall-clock stalls are not state faults
         processes.NodeProcess("computed_torque_controller", [processes.config("controller")],
-                              {**common, "use_sim_time": True}, log_dir=log_dir, domain_id=domain),
+                              {**common, "use_sim_time": True, "state_timeout": 1.0},
+                              log_dir=log_dir, domain_id=domain),
         processes.NodeProcess("trajectory_demo", [processes.config("demo")],
                               {**common, "use_sim_time": True, "duration": float(seconds) + 5,
                                "points_per_second": 10.0}, log_dir=log_dir, domain_id=domain),

@@ -80,6 +80,7 @@ def test_controller_killed_and_restarted(ros, tmp_path):
     second = None
     try:
         wait_for(lambda: len(recorder.series("errors")[0]) > 500, 60, "the first controller")
+        wait_for(lambda: len(states.times) > 100, 30, "joint states at the test's subscription")
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait()
         killed = time.monotonic()
@@ -111,6 +112,7 @@ def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
     controller = start("computed_torque_controller", domain, tmp_path)
     try:
         wait_for(lambda: len(recorder.series("errors")[0]) > 500, 60, "the loop")
+        wait_for(lambda: len(efforts.times) > 100, 30, "effort commands at the test's subscription")
         sim.proc.send_signal(signal.SIGKILL)
         sim.proc.wait()
         killed = time.monotonic()

@@ -193,11 +193,14 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
         for name, value, reason in (("mode", "fast", "mode must be one of"),
                                     ("kp", -1.0, "kp must be finite and >= 0"),
                                     ("kd", [1.0, 2.0], "kd must be a scalar or 7 values"),
-                                    ("effort_limits", [1.0], "effort_limits must have 7"),
+                                    ("effort_limits", [1.0, 2.0], "effort_limits must be a scalar or 7"),
+                                    ("effort_limits", "abc", "could not convert"),
                                     ("urdf_file", "/x.urdf", "cannot change while the node runs")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason
         assert node.mode == "gravity_pd" and node.kp[0] == 100.0
+        assert node.set_parameters([Parameter("effort_limits", value=50.0)])[0].successful
+        np.testing.assert_array_equal(node.limits, np.full(7, 50.0))  # a scalar: every joint
         assert node.get_parameter("mode").value == "gravity_pd"
     finally:
         node.destroy_node()
@@ -400,12 +403,19 @@ def test_bad_typed_or_ranged_parameters_stop_the_node_with_one_line(params, name
     assert "Traceback" not in res.stderr
 
 
-def test_simulator_bad_configuration_stops_with_one_line():
-    params = {"urdf_file": ARM, "initial_positions": [0.0, 1.0]}
-    res = subprocess.run([executable("dynamics_simulator"), *ros_args(params=params)],
+@pytest.mark.parametrize("params, named", [
+    ({"initial_positions": [0.0, 1.0]}, "initial_positions"),
+    ({"initial_positions": 0.5}, "initial_positions"),
+    ({"effort_limits": "abc"}, "could not convert"),
+    ({"dt": -1.0}, "dt"),
+])
+def test_simulator_bad_configuration_stops_with_one_line(params, named):
+    res = subprocess.run([executable("dynamics_simulator"),
+                          *ros_args(params={"urdf_file": ARM, **params})],
                          capture_output=True, text=True, timeout=60,
                          env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
-    assert res.returncode == 1 and "initial_positions" in res.stderr
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
+    assert res.returncode == 1 and len(lines) == 1 and named in lines[0], res.stderr
     assert "Traceback" not in res.stderr
 
 

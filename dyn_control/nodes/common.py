@@ -40,6 +40,11 @@ def declare_model_parameters(node):
         description="QoS of /joint_states and the effort commands: reliable or best_effort"))
 
 
+def unset(value):
+    """An optional parameter left out (None) or given as an empty list."""
+    return value is None or (isinstance(value, (list, tuple)) and len(value) == 0)
+
+
 def model_text(node):
     """URDF text from the parameters, or None when it must come from the topic."""
     description = node.get_parameter("robot_description").value

@@ -24,7 +24,7 @@ from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
-                     reliability, run)
+                     reliability, run, unset)
 
 _FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate",
           "qos_reliability")
@@ -113,7 +113,8 @@ class ComputedTorqueController(Node):
         return out
 
     def _settings(self, changes):
-        """Validated (mode, kp, kd, limits) from current parameters updated by `changes`."""
+        """Validated settings (see _apply) from the parameters updated by `changes`;
+        ValueError naming the parameter and value otherwise."""
         def value(name):
             return changes[name] if name in changes else self.get_parameter(name).value
 
@@ -123,11 +124,9 @@ class ComputedTorqueController(Node):
         kd_value = value("kd")
         kd = (critical_damping(kp) if kd_value is None
               else self._in_chain_order(gain_vector(kd_value, n, "kd")))
-        override = value("effort_limits") or []
-        if len(override) not in (0, n):
-            raise ValueError(f"effort_limits must have {n} values, got {list(override)}")
-        limits = effort_limits(self.chain, self._in_chain_order(np.asarray(override, float))
-                               if len(override) else ())
+        override = value("effort_limits")
+        limits = effort_limits(self.chain, () if unset(override) else self._in_chain_order(
+            gain_vector(override, n, "effort_limits")))
         timeout, action, max_rate = (value("state_timeout"), value("on_state_timeout"),
                                      value("max_effort_rate"))
         if not (np.isfinite(timeout) and timeout > 0):

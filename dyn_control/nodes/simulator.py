@@ -21,11 +21,11 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..control import effort_limits
+from ..control import effort_limits, gain_vector
 from ..simulation import INTEGRATORS, Simulation
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
-                     reliability, run)
+                     reliability, run, unset)
 
 
 def default_initial_positions(chain):
@@ -84,19 +84,20 @@ class DynamicsSimulator(Node):
         integrator = self._param("integrator")
         if integrator not in INTEGRATORS:
             raise StartupError(f"parameter integrator must be one of {INTEGRATORS}, got {integrator!r}")
-        q0 = self._param("initial_positions")
-        if q0 is None or len(q0) == 0:
-            q0 = default_initial_positions(chain)
-        elif len(q0) != n or not np.all(np.isfinite(q0)):
-            raise StartupError(f"parameter initial_positions must be {n} finite values, got {list(q0)}")
-        else:
-            q0 = np.asarray(q0, dtype=float)[np.argsort(order)]  # `joints` order -> chain order
-        override = self._param("effort_limits") or []
+        q0, override = self._param("initial_positions"), self._param("effort_limits")
+        to_chain = np.argsort(order)  # `joints` order -> chain order
         try:
-            limits = effort_limits(chain, np.asarray(override, float)[np.argsort(order)]
-                                   if len(override) else ())
-        except ValueError as err:
-            raise StartupError(str(err)) from err
+            if unset(q0):
+                q0 = default_initial_positions(chain)
+            else:
+                q0 = np.atleast_1d(np.asarray(q0, dtype=float))
+                if q0.shape != (n,) or not np.all(np.isfinite(q0)):
+                    raise ValueError(f"initial_positions must be {n} finite values, got {q0.tolist()}")
+                q0 = q0[to_chain]
+            limits = effort_limits(chain, () if unset(override) else
+                                   gain_vector(override, n, "effort_limits")[to_chain])
+        except (ValueError, TypeError) as err:
+            raise StartupError(f"parameter {err}") from err
         self.order = order
         self.publish_every = max(1, int(round(1.0 / (rate * dt))))
         self.real_time_factor = rtf
