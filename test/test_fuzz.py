@@ -121,6 +121,25 @@ def test_joint_state_reader(names, position, velocity):
 
 
 @SETTINGS
+@given(st.permutations(["joint1", "joint2", "gripper"]), st.lists(FLOATS, min_size=3, max_size=3),
+       st.lists(FLOATS, min_size=3, max_size=3))
+def test_joint_state_reader_takes_exactly_the_finite_controlled_joints(names, position, velocity):
+    # any order, an extra joint that may be non-finite, sums that may overflow (1e308 + 1e308):
+    # the reader's quick check must neither refuse a good state nor pass a bad one
+    msg = JointState(name=names, position=position, velocity=velocity)
+    ours = [names.index(j) for j in CHAIN.joint_names]
+    good = all(np.isfinite(position[i]) and np.isfinite(velocity[i]) for i in ours)
+    try:
+        q, qd = messages.JointStateReader(CHAIN.joint_names).read(msg)
+    except messages.BadMessage as err:
+        assert not good and "non-finite" in str(err)
+        return
+    assert good
+    np.testing.assert_array_equal(q, [position[i] for i in ours])
+    np.testing.assert_array_equal(qd, [velocity[i] for i in ours])
+
+
+@SETTINGS
 @given(st.lists(FLOATS, max_size=4))
 def test_effort_command_reader(data):
     try:

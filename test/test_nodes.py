@@ -5,6 +5,7 @@ round trip goes through DDS end to end. References: the pure functions the node 
 (compute_command on arrays, Trajectory), closed forms for interpolation, to 1e-9.
 """
 
+import copy
 import os
 import subprocess
 import time
@@ -45,11 +46,12 @@ def config_overrides(name, node):
 
 
 class Captured:
-    """Replaces a publisher's publish() to keep what the node sends."""
+    """Replaces a publisher's publish() to keep copies of what the node sends (a real publish
+    serializes at once, so the node refills the same message objects tick after tick)."""
 
     def __init__(self, publisher):
         self.messages = []
-        publisher.publish = self.messages.append
+        publisher.publish = lambda msg: self.messages.append(copy.deepcopy(msg))
 
 
 def make_controller(**params):
@@ -417,6 +419,22 @@ def test_simulator_bad_configuration_stops_with_one_line(params, named):
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert res.returncode == 1 and len(lines) == 1 and named in lines[0], res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_message_writers_refill_one_message_in_place():
+    # the per-tick writers hand out the same message each time, with the new values in it
+    writer = messages.JointStateWriter(NAMES[:2], ("position", "velocity"))
+    first = writer.fill(1.25, [1.0, 2.0], [3.0, 4.0])
+    second = writer.fill(2.5, [5.0, 6.0], [7.0, 8.0])
+    assert first is second and list(second.position) == [5.0, 6.0] and len(second.effort) == 0
+    assert messages.to_seconds(second.header.stamp) == 2.5 and list(second.velocity) == [7.0, 8.0]
+    effort = messages.EffortWriter(np.array([2, 0, 1]))  # command order: chain joints 2, 0, 1
+    assert list(effort.fill(np.array([10.0, 20.0, 30.0])).data) == [30.0, 10.0, 20.0]
+    assert effort.finite()
+    effort.fill(np.array([1e308, 1e308, 0.0]))  # finite, though the quick sum overflows
+    assert effort.finite()
+    effort.fill(np.array([0.0, np.nan, 0.0]))
+    assert not effort.finite()
 
 
 def test_a_non_finite_effort_is_never_sent():

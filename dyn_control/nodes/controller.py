@@ -93,7 +93,8 @@ class ComputedTorqueController(Node):
         self.names = [chain.joint_names[i] for i in order]
         self.reader = messages.JointStateReader(chain.joint_names)
         self.reference_msg = messages.JointStateWriter(chain.joint_names)
-        self.error_msg = messages.JointStateWriter(chain.joint_names)
+        self.error_msg = messages.JointStateWriter(chain.joint_names, ("position", "velocity"))
+        self.effort_msg = messages.EffortWriter(order)
         try:
             self._apply(self._settings({}))
         except ValueError as err:
@@ -187,12 +188,13 @@ class ComputedTorqueController(Node):
         """Rate-limit and publish an effort (chain order); never a non-finite one."""
         if self.command is not None:
             tau = limit_rate(tau, self.command, self.max_effort_rate, t - self.command_time)
-        if not np.all(np.isfinite(tau)):
+        msg = self.effort_msg.fill(tau)
+        if not self.effort_msg.finite():
             self.get_logger().error("non-finite effort computed; command not sent",
                                     throttle_duration_sec=1.0)
             return False
         self.command, self.command_time = tau, t
-        self.effort_pub.publish(messages.effort_command(tau[self.order]))
+        self.effort_pub.publish(msg)
         return True
 
     def _on_watchdog(self):

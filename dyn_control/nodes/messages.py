@@ -23,10 +23,17 @@ def to_seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def to_stamp(t: float) -> Time:
+def set_stamp(stamp, t):
+    """Write time t (s) into an existing builtin_interfaces/Time."""
     sec = math.floor(t)
-    nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
-    return Time(sec=int(sec), nanosec=nanosec)
+    stamp.sec = int(sec)
+    stamp.nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+
+
+def to_stamp(t: float) -> Time:
+    stamp = Time()
+    set_stamp(stamp, t)
+    return stamp
 
 
 def to_duration(t: float) -> Duration:
@@ -42,31 +49,45 @@ class JointStateReader:
 
     def __init__(self, joint_names):
         self.joint_names = list(joint_names)
-        self._layout = None  # (names tuple, index array) of the last message layout seen
+        self._names, self._index = None, None  # the last message layout seen, and its indices
 
     def _indices(self, names):
-        if self._layout is None or self._layout[0] != names:
+        """Index array of the controlled joints in a message with these names (None: same order)."""
+        if names != self._names:
             where = {name: i for i, name in enumerate(names)}
             missing = [j for j in self.joint_names if j not in where]
             if missing:
                 raise BadMessage(f"joint state lacks controlled joint '{missing[0]}'")
-            self._layout = (names, np.array([where[j] for j in self.joint_names]))
-        return self._layout[1]
+            self._names = list(names)
+            self._index = None if self._names == self.joint_names else np.array(
+                [where[j] for j in self.joint_names])
+        return self._index
 
     def read(self, msg):
-        """-> (q, qd) arrays (n,); missing velocities are zero. Raises BadMessage."""
-        names = tuple(msg.name)
-        if len(msg.position) != len(names):
-            raise BadMessage(f"joint state has {len(names)} names but {len(msg.position)} positions")
-        if len(msg.velocity) not in (0, len(names)):
-            raise BadMessage(f"joint state has {len(names)} names but {len(msg.velocity)} velocities")
+        """-> (q, qd) arrays (n,); missing velocities are zero. Raises BadMessage.
+
+        When the message lists the controlled joints in order, q and qd are views of its arrays:
+        a caller that changes them copies first.
+
+        It runs once per control tick, so it stays off numpy's heavier machinery (in the loop,
+        with cold caches, a numpy reduction costs 10 us): float64[] fields are array.array('d'),
+        read in place and checked through the builtin sum.
+        """
+        names, position, velocity = msg.name, msg.position, msg.velocity
+        if len(position) != len(names):
+            raise BadMessage(f"joint state has {len(names)} names but {len(position)} positions")
+        if len(velocity) not in (0, len(names)):
+            raise BadMessage(f"joint state has {len(names)} names but {len(velocity)} velocities")
         idx = self._indices(names)
-        q = np.asarray(msg.position, dtype=float)[idx]
-        qd = np.asarray(msg.velocity, dtype=float)[idx] if len(msg.velocity) else np.zeros(len(idx))
-        bad = ~(np.isfinite(q) & np.isfinite(qd))
-        if bad.any():
-            raise BadMessage(f"joint state has a non-finite value for joint "
-                             f"'{self.joint_names[int(np.argmax(bad))]}'")
+        q = np.frombuffer(position)
+        qd = np.frombuffer(velocity) if len(velocity) else np.zeros(len(position))
+        if idx is not None:
+            q, qd = q[idx], qd[idx]
+        if not math.isfinite(sum(position) + sum(velocity)):  # which joint is it (if ours)?
+            bad = ~(np.isfinite(q) & np.isfinite(qd))
+            if bad.any():  # (else it is another joint, or the sum overflowed)
+                raise BadMessage(f"joint state has a non-finite value for joint "
+                                 f"'{self.joint_names[int(np.argmax(bad))]}'")
         return q, qd
 
 
@@ -77,30 +98,61 @@ def doubles(values) -> array.array:
     return out
 
 
+def _in_place(msg, field, n):
+    """Give msg's float64[] `field` n zeros and return a numpy view of the message's own array:
+    writing the view refills the message, with no message, array or setter call per tick."""
+    setattr(msg, field, doubles(np.zeros(n)))
+    return np.frombuffer(getattr(msg, field))
+
+
 class JointStateWriter:
-    """One JointState with fixed names, refilled each tick (publish serializes it at once)."""
+    """One JointState with fixed names, refilled in place each tick.
 
-    def __init__(self, names):
-        self.msg = JointState()
-        self.msg.name = list(names)
+    fields: the float64[] fields it carries (the others stay empty). publish() serializes at
+    once, so refilling after a publish is safe; a message kept past the next fill is not.
+    """
 
-    def fill(self, t, position, velocity=None, effort=None) -> JointState:
-        msg = self.msg
-        msg.header.stamp = to_stamp(t)
-        msg.position = doubles(position)
-        if velocity is not None:
-            msg.velocity = doubles(velocity)
-        if effort is not None:
-            msg.effort = doubles(effort)
-        return msg
+    def __init__(self, names, fields=("position", "velocity", "effort")):
+        self.msg = JointState(name=list(names))
+        self.fields = tuple(_in_place(self.msg, field, len(names)) for field in fields)
+
+    def fill(self, t, *values) -> JointState:
+        """values: one (n,) array per field, in the order of `fields`."""
+        set_stamp(self.msg.header.stamp, t)
+        for view, value in zip(self.fields, values):
+            view[:] = value
+        return self.msg
+
+
+class EffortWriter:
+    """One Float64MultiArray effort command, refilled in place each tick with tau[order].
+
+    order: (m,) chain indices of the commanded joints, in command order.
+    """
+
+    def __init__(self, order):
+        self.msg = Float64MultiArray()
+        self.data = _in_place(self.msg, "data", len(order))
+        in_order = np.array_equal(order, np.arange(len(order)))
+        self.order = None if in_order else np.asarray(order)
+
+    def fill(self, tau) -> Float64MultiArray:
+        if self.order is None:
+            self.data[:] = tau
+        else:
+            np.take(tau, self.order, out=self.data)
+        return self.msg
+
+    def finite(self) -> bool:
+        """Whether every value filled in is finite (the builtin sum: cheap in a control tick)."""
+        return math.isfinite(sum(self.msg.data)) or bool(np.all(np.isfinite(self.data)))
 
 
 def joint_state(names, t, position, velocity=None, effort=None) -> JointState:
-    return JointStateWriter(names).fill(t, position, velocity, effort)
-
-
-def effort_command(tau) -> Float64MultiArray:
-    return Float64MultiArray(data=doubles(tau))
+    """A new JointState (a message of its own, not refilled later)."""
+    values = {"position": position, "velocity": velocity, "effort": effort}
+    given = {field: value for field, value in values.items() if value is not None}
+    return JointStateWriter(names, tuple(given)).fill(t, *given.values())
 
 
 def read_effort_command(msg, n):
