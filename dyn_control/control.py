@@ -62,11 +62,15 @@ class ControlLaw:
             self.params[kernels.DAMPING] = chain.damping
             self.params[kernels.FRICTION] = chain.friction
         self.params[kernels.LIMIT] = np.inf if limits is None else limits
+        self.constants = (*model_arrays(chain), chain.base_acceleration, self.mode, self.params)
 
     def __call__(self, q, qd, q_d, qd_d, qdd_d):
-        return kernels.control_law(*model_arrays(self.chain), self.chain.base_acceleration, self.mode,
-                                   self.params, *(np.asarray(x, dtype=np.float64)
-                                                  for x in (q, qd, q_d, qd_d, qdd_d)))
+        return kernels.control_law(*self.constants, *map(_floats, (q, qd, q_d, qd_d, qdd_d)))
+
+
+def _floats(x):
+    """x as a float64 array; one already (the control loop's case) passes through as it is."""
+    return x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=np.float64)
 
 
 def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):

@@ -78,8 +78,8 @@ class Trajectory:
             _segment(*a, *b, T, self.kind)
             for a, b, T in zip(segments_from, segments_to, np.diff(self.knots))
         ]
-        self.waiting = p0.copy()  # held until start_time when the start lies in the future
-        self.final = positions[-1].copy()
+        # held before start_time (a start in the future) and after the end
+        self.waiting, self.final, self.zero = p0.copy(), positions[-1].copy(), np.zeros(n)
 
     @classmethod
     def hold(cls, t, q):
@@ -89,13 +89,15 @@ class Trajectory:
         return cls(t, (q, zero, zero), [0.0], q[None, :])
 
     def sample(self, t):
-        """Desired (q, qd, qdd), each (n,), at time t (s)."""
+        """Desired (q, qd, qdd), each (n,), at time t (s).
+
+        While it holds, these are the trajectory's own arrays (no copy in the control tick):
+        a caller that changes them copies first."""
         s = t - self.start_time
-        zero = np.zeros_like(self.final)
         if s < 0.0:
-            return self.waiting.copy(), zero, zero.copy()
+            return self.waiting, self.zero, self.zero
         if s >= self.knots[-1]:
-            return self.final.copy(), zero, zero.copy()
+            return self.final, self.zero, self.zero
         i = int(np.searchsorted(self.knots, s, side="right")) - 1
         return _evaluate(self.coeffs[i], s - self.knots[i])
 
