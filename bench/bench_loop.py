@@ -1,14 +1,19 @@
 """Loop benchmark: latency from a joint state to the controller's answer, against a relay.
 
     python bench/bench_loop.py [--rates 250 500 1000] [--executors events single_threaded
-        multi_threaded] [--seconds 6] [--json out/bench_loop.json]
+        multi_threaded] [--seconds 20] [--json out/bench_loop.json]
 
 A stub publisher in this process sends the default arm's 7-joint state at each rate, stamped
-with the wall time of sending. The controller (or the relay, bench/relay.py, which does no work)
-answers each state with an effort command and a stamped ~/reference. From the stamps: latency
+with the wall time of sending. The controller, and a relay that does no work (bench/relay.py),
+answer each state with an effort command and a stamped ~/reference. From the stamps: latency
 p50/p99/max, and the share of states answered before the next state is due (deadline met).
-The controller's own compute time comes from its log. Each configuration runs in fresh
-processes; the first second is warm-up and not counted.
+The controller's own compute time comes from its log.
+
+Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
+of states to one, then to the other (the relay listens on its own state topic). A drift of
+the machine during a row then falls on both alike. Run one after the other instead, the p50
+ratio of the same code ranged from 0.93 to 1.44 here; taking turns, from 1.14 to 1.19.
+The first second is warm-up.
 """
 
 import argparse
@@ -33,17 +38,24 @@ HERE = pathlib.Path(__file__).resolve().parent
 Q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
 NAMES = [f"joint{i}" for i in range(1, 8)]
 DOMAIN = 79
+BLOCK = 1.0  # s of states to one node before the other's turn
+TOPICS = {  # node -> (state topic, answer topic)
+    "relay": ("/relay/joint_states", "/relay/reference"),
+    "controller": ("/joint_states", "/computed_torque_controller/reference"),
+}
 
 
 class Probe:
-    """Publishes stamped states at a fixed rate and times the stamped answers."""
+    """Publishes stamped states at a fixed rate, in turns to each node, and times the answers."""
 
-    def __init__(self, answer_topic):
+    def __init__(self):
         self.node = rclpy.create_node("loop_probe")
-        self.pub = self.node.create_publisher(JointState, "/joint_states",
-                                              QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
-        self.sent, self.answered = {}, {}
-        self.node.create_subscription(JointState, answer_topic, self._on_answer, 1000)
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+        self.pubs = {name: self.node.create_publisher(JointState, state, qos)
+                     for name, (state, _) in TOPICS.items()}
+        self.sent, self.answered = {}, {}  # stamp -> (node, send time); stamp -> answer time
+        for _, answer in TOPICS.values():
+            self.node.create_subscription(JointState, answer, self._on_answer, 1000)
         self.executor = EventsExecutor()
         self.executor.add_node(self.node)
         self.spinning = True
@@ -61,27 +73,30 @@ class Probe:
             self.answered[key] = now
 
     def wait_ready(self, timeout=60.0):
-        """Send states at 20 Hz until the first answer comes back."""
+        """Send states to every node at 20 Hz until each has answered."""
         deadline = time.monotonic() + timeout
-        while not self.answered:
+        while {name for name, _ in (self.sent[k] for k in self.answered)} != set(self.pubs):
             if time.monotonic() > deadline:
-                raise TimeoutError("no answer from the node under test")
-            self.send(record=True)
+                raise TimeoutError("no answer from the nodes under test")
+            for name in self.pubs:
+                self.send(name)
             time.sleep(0.05)
 
-    def send(self, record=True):
+    def send(self, name, record=True):
         t = time.time()
         msg = messages.joint_state(NAMES, t, Q0, [0.0] * 7)
         if record:
-            self.sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = t
-        self.pub.publish(msg)
+            self.sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = (name, t)
+        self.pubs[name].publish(msg)
 
     def run(self, rate, seconds):
+        """-> {node: figures} over `seconds` of states at `rate`, BLOCK s to each in turn."""
         period = 1.0 / rate
         self.sent.clear()
         self.answered.clear()
         start = time.monotonic()
         warmup = start + 1.0
+        names = list(self.pubs)
         k = 0
         while True:
             due = start + k * period
@@ -90,10 +105,11 @@ class Probe:
                 break
             if due > now:
                 time.sleep(due - now)
-            self.send(record=time.monotonic() >= warmup)
+            self.send(names[int(k * period / BLOCK) % len(names)],
+                      record=time.monotonic() >= warmup)
             k += 1
         time.sleep(0.2)  # the last answers
-        return figures(self.sent, self.answered, period)
+        return {name: figures(self.sent, self.answered, period, name) for name in names}
 
     def close(self):
         self.spinning = False
@@ -102,39 +118,42 @@ class Probe:
         self.node.destroy_node()
 
 
-def figures(sent, answered, period):
-    latency = np.array([answered[k] - t for k, t in sent.items() if k in answered]) * 1e6
-    met = sum(1 for k, t in sent.items() if k in answered and answered[k] - t < period)
-    return {"states": len(sent), "answered": len(latency),
+def figures(sent, answered, period, name):
+    mine = {k: t for k, (node, t) in sent.items() if node == name}
+    latency = np.array([answered[k] - t for k, t in mine.items() if k in answered]) * 1e6
+    met = int(np.sum(latency < period * 1e6))
+    return {"states": len(mine), "answered": len(latency),
             "p50_us": float(np.percentile(latency, 50)), "p99_us": float(np.percentile(latency, 99)),
-            "max_us": float(latency.max()), "deadline_met": met / len(sent)}
+            "max_us": float(latency.max()), "deadline_met": met / len(mine)}
 
 
-def measure(target, executor, rate, seconds, log_dir, qos="reliable"):
+def measure(executor, rate, seconds, log_dir, qos="reliable"):
+    """One row: relay and controller side by side -> {"relay": figures, "controller": figures}."""
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos}
-    if target == "controller":
-        node = processes.NodeProcess("computed_torque_controller", [processes.config("controller")],
-                                     {**params, "urdf_file": str(urdf), "state_timeout": 1.0},
-                                     log_dir=log_dir, domain_id=DOMAIN)
-        answer = "/computed_torque_controller/reference"
-    else:
-        node = processes.NodeProcess("relay", (), params, log_dir=log_dir, domain_id=DOMAIN,
-                                     argv=[sys.executable, str(HERE / "relay.py")])
-        answer = "/relay/reference"
-    probe = Probe(answer)
+    nodes = {
+        "relay": processes.NodeProcess(
+            "relay", (), params, remaps={"/joint_states": TOPICS["relay"][0]}, log_dir=log_dir,
+            domain_id=DOMAIN, argv=[sys.executable, str(HERE / "relay.py")]),
+        "controller": processes.NodeProcess(
+            "computed_torque_controller", [processes.config("controller")],
+            {**params, "urdf_file": str(urdf), "state_timeout": 1.0}, log_dir=log_dir,
+            domain_id=DOMAIN),
+    }
+    probe = Probe()
     try:
         probe.wait_ready()
         result = probe.run(rate, seconds)
     finally:
         probe.close()
-        code = node.stop()
-    result["exit_code"] = code
-    if target == "controller":
-        reports = re.findall(r"compute time over (\d+) ticks: p50 ([\d.]+) us, p99 ([\d.]+) us",
-                             node.log())
-        if reports:
-            result["compute_p50_us"], result["compute_p99_us"] = map(float, reports[-1][1:])
+        codes = {name: node.stop() for name, node in nodes.items()}
+    for name, code in codes.items():
+        result[name]["exit_code"] = code
+    reports = re.findall(r"compute time over (\d+) ticks: p50 ([\d.]+) us, p99 ([\d.]+) us",
+                         nodes["controller"].log())
+    if reports:
+        result["controller"]["compute_p50_us"], result["controller"]["compute_p99_us"] = map(
+            float, reports[-1][1:])
     return result
 
 
@@ -143,7 +162,8 @@ def main():
     parser.add_argument("--rates", type=float, nargs="+", default=[250, 500, 1000])
     parser.add_argument("--executors", nargs="+",
                         default=["events", "single_threaded", "multi_threaded"])
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="per row, shared by the two nodes in turns")
     parser.add_argument("--qos", default="reliable", choices=["reliable", "best_effort"],
                         help="QoS reliability of the nodes' /joint_states subscription")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
@@ -154,8 +174,8 @@ def main():
     try:
         for executor in args.executors:
             for rate in args.rates:
-                relay = measure("relay", executor, rate, args.seconds, log_dir, args.qos)
-                ours = measure("controller", executor, rate, args.seconds, log_dir, args.qos)
+                result = measure(executor, rate, args.seconds, log_dir, args.qos)
+                relay, ours = result["relay"], result["controller"]
                 rows.append({"executor": executor, "rate_hz": rate, "relay": relay,
                              "controller": ours, "p50_ratio": ours["p50_us"] / relay["p50_us"]})
                 print_row(rows[-1], header=len(rows) == 1)
