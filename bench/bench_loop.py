@@ -37,7 +37,6 @@ from dyn_control.nodes import messages
 HERE = pathlib.Path(__file__).resolve().parent
 Q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
 NAMES = [f"joint{i}" for i in range(1, 8)]
-DOMAIN = 79
 BLOCK = 1.0  # s of states to one node before the other's turn
 TOPICS = {  # node -> (state topic, answer topic)
     "relay": ("/relay/joint_states", "/relay/reference"),
@@ -127,18 +126,18 @@ def figures(sent, answered, period, name):
             "max_us": float(latency.max()), "deadline_met": met / len(mine)}
 
 
-def measure(executor, rate, seconds, log_dir, qos="reliable"):
+def measure(executor, rate, seconds, log_dir, domain, qos="reliable"):
     """One row: relay and controller side by side -> {"relay": figures, "controller": figures}."""
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos}
     nodes = {
         "relay": processes.NodeProcess(
             "relay", (), params, remaps={"/joint_states": TOPICS["relay"][0]}, log_dir=log_dir,
-            domain_id=DOMAIN, argv=[sys.executable, str(HERE / "relay.py")]),
+            domain_id=domain, argv=[sys.executable, str(HERE / "relay.py")]),
         "controller": processes.NodeProcess(
             "computed_torque_controller", [processes.config("controller")],
             {**params, "urdf_file": str(urdf), "state_timeout": 1.0}, log_dir=log_dir,
-            domain_id=DOMAIN),
+            domain_id=domain),
     }
     probe = Probe()
     try:
@@ -166,15 +165,16 @@ def main():
                         help="per row, shared by the two nodes in turns")
     parser.add_argument("--qos", default="reliable", choices=["reliable", "best_effort"],
                         help="QoS reliability of the nodes' /joint_states subscription")
+    parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the run")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
     args = parser.parse_args()
-    rclpy.init(domain_id=DOMAIN)
+    rclpy.init(domain_id=args.domain)
     log_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench_loop_"))
     rows = []
     try:
         for executor in args.executors:
             for rate in args.rates:
-                result = measure(executor, rate, args.seconds, log_dir, args.qos)
+                result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos)
                 relay, ours = result["relay"], result["controller"]
                 rows.append({"executor": executor, "rate_hz": rate, "relay": relay,
                              "controller": ours, "p50_ratio": ours["p50_us"] / relay["p50_us"]})

@@ -1,9 +1,11 @@
-"""The dynamics benchmark runs and writes its JSON (no timing is asserted: figures vary by
-machine; `make bench` prints them and checks the targets)."""
+"""The benchmarks run and write their JSON (no timing is asserted: figures vary by machine;
+`make bench` and `make bench-loop` print them and check the targets)."""
 
 import json
 import subprocess
 import sys
+
+import pytest
 
 from conftest import PACKAGE_DIR, require
 
@@ -21,3 +23,25 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
     assert panda["n"] == 7 and set(panda["ratio"]) == {
         "inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"}
     assert all(v > 0 for v in panda["pinocchio_us"].values())
+
+
+def test_loop_bench_quick_run_times_both_nodes_and_writes_json(tmp_path):
+    # one short row over DDS in its own domain: every state goes to one of the two nodes, both
+    # answer, both exit 0 on Ctrl-C, and the controller reports its compute time
+    pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+    out = tmp_path / "loop.json"
+    res = subprocess.run([sys.executable, str(PACKAGE_DIR / "bench" / "bench_loop.py"),
+                          "--executors", "events", "--rates", "250", "--seconds", "5",
+                          "--domain", "66", "--json", str(out)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "p50 ratio" in res.stdout and "targets:" in res.stdout
+    (row,) = json.loads(out.read_text())
+    for node in ("relay", "controller"):
+        figures = row[node]
+        assert figures["exit_code"] == 0
+        assert figures["states"] > 400 and figures["answered"] > 0.9 * figures["states"]
+        assert 0 < figures["p50_us"] <= figures["p99_us"] <= figures["max_us"]
+    assert row["relay"]["states"] + row["controller"]["states"] >= 0.95 * 250 * 4  # 1 s warm-up
+    assert row["p50_ratio"] == row["controller"]["p50_us"] / row["relay"]["p50_us"]
+    assert 0 < row["controller"]["compute_p50_us"] <= row["controller"]["compute_p99_us"]
