@@ -272,6 +272,8 @@ class _Tree:
     def __init__(self, robot):
         self.links = {}
         for link in robot.links:
+            if link.name in self.links:
+                raise URDFError(f"link '{link.name}' is defined twice")
             self.links[link.name] = link
         self.joints = {}
         self.parent_joint = {}  # child link -> joint
@@ -295,9 +297,10 @@ class _Tree:
         if not roots:
             cycle_link = next(iter(self.links))
             raise URDFError(f"joints form a cycle through link '{self._on_cycle(cycle_link)}'")
-        reached = set(self.subtree(roots[0]))
+        # a link below no root has a parent chain that never ends: it hangs on a cycle
+        reached = {name for root in roots for name in self.subtree(root)}
         for name in self.links:
-            if name not in reached and name not in roots:
+            if name not in reached:
                 raise URDFError(f"joints form a cycle through link '{self._on_cycle(name)}'")
         if len(roots) > 1:
             raise URDFError(f"URDF has several root links (not connected by joints): {roots}")

@@ -169,6 +169,18 @@ def test_cycle_is_named():
         load_chain(cyclic)
 
 
+def test_second_root_with_children_is_named_not_a_crash():
+    # found by test_fuzz: a second tree beside the arm used to raise KeyError
+    second = [link("floor"), link("leg", BODY), joint("floor_leg", "revolute", "floor", "leg")]
+    with pytest.raises(URDFError, match=r"several root links.*'base'.*'floor'"):
+        load_chain(two_joint(second))
+
+
+def test_link_defined_twice_is_named():
+    with pytest.raises(URDFError, match="link 'l1' is defined twice"):
+        load_chain(two_joint([link("l1", BODY)]))
+
+
 def test_undefined_link_is_named():
     with pytest.raises(URDFError, match="joint 'j9'.*'ghost'"):
         load_chain(two_joint([joint("j9", "fixed", "l2", "ghost")]))
