@@ -46,23 +46,24 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     rclpy.init()
     recorder = Recorder()
+    env = processes.loop_env()
     nodes = []
     ticks_alone = 0
     try:
         nodes.append(processes.NodeProcess(
             "computed_torque_controller", [processes.config("controller")], ctl_params,
-            log_dir=log_dir))
+            log_dir=log_dir, env=env))
         if controller_first:
             time.sleep(controller_first)
             _check_alive(nodes)
             ticks_alone = len(recorder.series("errors")[0])
         nodes.append(processes.NodeProcess(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
-            remaps=simulator_remaps, log_dir=log_dir))
+            remaps=simulator_remaps, log_dir=log_dir, env=env))
         for name, argv in helpers:
-            nodes.append(processes.NodeProcess(name, log_dir=log_dir, argv=argv))
+            nodes.append(processes.NodeProcess(name, log_dir=log_dir, env=env, argv=argv))
         nodes.append(processes.NodeProcess(
-            "trajectory_demo", [processes.config("demo")], demo_params, log_dir=log_dir))
+            "trajectory_demo", [processes.config("demo")], demo_params, log_dir=log_dir, env=env))
         start = _wait_for_motion(recorder, nodes, timeout)
         deadline = time.monotonic() + duration * 3 + 30
         while _latest(recorder) < start + duration and time.monotonic() < deadline:

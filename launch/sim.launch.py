@@ -12,8 +12,8 @@ import os
 import xacro
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = "dyn_control"
@@ -61,5 +61,9 @@ def generate_launch_description():
                               description="YAML for the controller (default config/controller.yaml)"),
         DeclareLaunchArgument("demo", default_value="true",
                               description="start trajectory_demo"),
+        # Fast DDS over UDP loopback unless already chosen: its shared-memory transport stalled
+        # the loop for ~0.34 s now and then on the test machine (README, "DDS transport")
+        SetEnvironmentVariable("FASTDDS_BUILTIN_TRANSPORTS", EnvironmentVariable(
+            "FASTDDS_BUILTIN_TRANSPORTS", default_value="UDPv4")),
         OpaqueFunction(function=_nodes),
     ])
