@@ -151,32 +151,47 @@ def _deadlines(log):
     return tuple(map(int, match[-1]))
 
 
+def _warnings(result):
+    """The nodes' WARN and ERROR lines: what a failed bound was up against."""
+    return "\n".join(line for log in result["logs"].values() for line in log.splitlines()
+                     if line.startswith(("[WARN]", "[ERROR]")))
+
+
+# The two tests below check tracking under dropped states and under CPU load, with six processes
+# on the two cores; the kill tests above check the watchdogs. So both watchdogs get 1 s here: a
+# node that now and then waits a moment for a core must not turn into the watchdog's reaction
+# (the controller dropping its trajectory, the simulator letting the arm fall).
+WIDE_CONTROLLER, WIDE_SIMULATOR = {"state_timeout": 1.0}, {"command_timeout": 1.0}
+
+
 def test_best_effort_with_dropped_states_stays_bounded(tmp_path):
     # 10 % of the joint states never reach the controller (seeded drop, best-effort QoS both
-    # ways). Bound: RMS below 5e-3 rad on every joint; measured here 6e-5 to 5e-4 rad, with
-    # about 65 % of the deadlines missed (dropped states plus a controller that cannot keep
+    # ways). Bound: RMS below 5e-3 rad on every joint; measured here 2e-5 to 2.5e-4 rad, with
+    # 30 to 40 % of the deadlines missed (dropped states plus a controller that cannot keep
     # up with 1 kHz when five processes share the two cores).
     relay = ("fault_relay", [sys.executable, str(PACKAGE_DIR / "test" / "fault_relay.py"), "0.1"])
+    best_effort = {"qos_reliability": "best_effort"}
     result = closed_loop("default_arm", 6.0, None, tmp_path, 73,
-                         controller_params={"qos_reliability": "best_effort"},
-                         simulator_params={"qos_reliability": "best_effort"},
+                         controller_params={**WIDE_CONTROLLER, **best_effort},
+                         simulator_params={**WIDE_SIMULATOR, **best_effort},
                          simulator_remaps={"/joint_states": "/joint_states_raw"}, helpers=[relay])
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result["logs"]["dynamics_simulator"])
     print(f"10 % dropped: RMS {_fmt(rms)}; {missed} of {published} missed")
-    assert np.all(rms < 5e-3), rms
+    assert np.all(rms < 5e-3), f"{rms}\n{_warnings(result)}"
     assert missed >= 0.05 * published  # the dropped states show as missed deadlines
     assert re.search(r"fault_relay: \d+ relayed, [1-9]\d* dropped", result["logs"]["fault_relay"])
 
 
 def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
     # A busy process takes one of the two cores for the whole run. Bound: RMS below 5e-3 rad;
-    # measured here 9e-5 to 1.4e-3 rad, with 60 to 70 % of the deadlines missed. The count is
+    # measured here 2e-5 to 2e-3 rad, with 15 to 35 % of the deadlines missed. The count is
     # reported (printed and in the simulator's log) either way.
     hog = ("cpu_hog", [sys.executable, "-c", "while True: pass"])
-    result = closed_loop("default_arm", 6.0, None, tmp_path, 74, helpers=[hog])
+    result = closed_loop("default_arm", 6.0, None, tmp_path, 74, helpers=[hog],
+                         controller_params=WIDE_CONTROLLER, simulator_params=WIDE_SIMULATOR)
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result["logs"]["dynamics_simulator"])
     print(f"under load: RMS {_fmt(rms)}; {missed} of {published} missed")
-    assert np.all(rms < 5e-3), rms
+    assert np.all(rms < 5e-3), f"{rms}\n{_warnings(result)}"
     assert published > 5000
