@@ -60,14 +60,16 @@ def wait_for(condition, timeout, what):
 def ros(monkeypatch, request):
     """rclpy in the test's own domain, a Recorder, and DDS over UDP loopback only.
 
-    These tests SIGKILL a node. A reader killed inside Fast DDS's shared-memory transport can
-    stall delivery to the other readers of the same writers for a while (seen here in about 1
-    run in 10: the controller kept sending, the test received nothing; eProsima/Fast-DDS#5469
-    reports the same), which would test Fast DDS rather than our nodes.
+    The loop's processes use UDP loopback anyway (processes.loop_env). Here this process uses it
+    too: these tests SIGKILL a node, and a reader killed inside Fast DDS's shared-memory
+    transport can stall delivery to the other readers of the same writers for a while (seen
+    here in about 1 run in 10: the controller kept sending, the test received nothing;
+    eProsima/Fast-DDS#5469 reports the same), which would test Fast DDS rather than our nodes.
     """
     domain = request.param
     monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
-    monkeypatch.setenv("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")  # this process and the nodes
+    transports = processes.loop_env()["FASTDDS_BUILTIN_TRANSPORTS"]
+    monkeypatch.setenv("FASTDDS_BUILTIN_TRANSPORTS", transports)  # this process and its nodes
     rclpy.init(domain_id=domain)
     recorder = Recorder()
     yield domain, recorder
