@@ -9,6 +9,17 @@ e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints). The 
 
 Kp (1/s^2) and Kd (1/s) multiply M in computed_torque; in the other modes the same numbers act
 as N m/rad and N m s/rad (N/m, N s/m for prismatic joints).
+
+friction_compensation adds the URDF's joint damping B and Coulomb friction F:
+- damping, computed_torque: B (qd + T v), v = qdd_d + Kd ed + Kp e, T the control period. A
+  real joint's damping acts through the whole period, as the simulator's implicit step takes
+  it: (M + T B)(qd' - qd) = T (tau - bias - B qd). Asking M + T B for v cancels it exactly, so
+  even damping far stiffer than the period (xArm7: 10 N m s/rad on 1.4e-4 kg m^2) neither
+  destabilises the loop nor slows the error response. The other modes use B qd_d.
+- friction: F clip((Kp e + Kd qd_d) / (Kp deadband), -1, 1): the direction the law pulls in,
+  fading to zero within `deadband` (rad) of the target. friction * sign(qd_d) gave nothing at
+  rest, so a joint stuck inside its friction band stayed there (xArm7: 6.7e-3 rad of a 1e-2
+  offset left after 2 s); with the pull it ends within the deadband.
 """
 
 import numpy as np
@@ -20,6 +31,8 @@ MODES = ("computed_torque", "feedforward", "gravity_pd")
 _MODE_CODES = {"computed_torque": kernels.COMPUTED_TORQUE, "feedforward": kernels.FEEDFORWARD,
                "gravity_pd": kernels.GRAVITY_PD}
 DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
+DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
+DEFAULT_PERIOD = 1e-3  # s, the control period the damping compensation assumes (1 kHz)
 
 
 def gain_vector(value, n, name):
@@ -47,20 +60,24 @@ class ControlLaw:
     """A control law with its parameters packed once for the compiled kernel.
 
     kp, kd: (n,) gains; limits: (n,) effort saturation (default none); friction_compensation
-    adds the chain's damping * qd + friction * sign(qd_d). Calling it with the state and the
-    desired state, each (n,), returns (tau, e, ed): the torques and the errors they answer.
+    adds the chain's damping and friction (see the module docstring) with friction_deadband
+    (rad) and period (s). Calling it with the state and the desired state, each (n,), returns
+    (tau, e, ed): the torques and the errors they answer.
     """
 
-    def __init__(self, chain, mode, kp, kd, limits=None, friction_compensation=False):
+    def __init__(self, chain, mode, kp, kd, limits=None, friction_compensation=False,
+                 friction_deadband=DEFAULT_FRICTION_DEADBAND, period=DEFAULT_PERIOD):
         self.chain = chain
         self.mode = _MODE_CODES[check_mode(mode)]
         n = chain.n
-        self.params = np.zeros((6, n))
+        self.params = np.zeros((8, n))
         self.params[kernels.KP], self.params[kernels.KD] = kp, kd
         self.params[kernels.WRAP] = chain.continuous
         if friction_compensation:
             self.params[kernels.DAMPING] = chain.damping
             self.params[kernels.FRICTION] = chain.friction
+            self.params[kernels.BAND] = friction_deadband
+            self.params[kernels.PERIOD] = period
         self.params[kernels.LIMIT] = np.inf if limits is None else limits
         self.constants = (*model_arrays(chain), chain.base_acceleration, self.mode, self.params)
 

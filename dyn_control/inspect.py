@@ -15,14 +15,16 @@ import warnings
 import numpy as np
 
 from .model import URDFError, load_chain
+from .simulation import DEFAULT_DT, default_initial_positions, stiff_joints
 
 
 def _num(x):
     return "-" if not np.isfinite(x) else f"{x:.4g}"
 
 
-def format_chain(chain) -> str:
-    """The chain as a text table, followed by the validity findings."""
+def format_chain(chain, dt=DEFAULT_DT) -> str:
+    """The chain as a text table, followed by the validity findings and the joints whose
+    damping is stiff at the simulation step dt (s)."""
     head = ("joint", "type", "axis", "mass kg", "COM m (body frame)", "lower", "upper",
             "effort", "velocity")
     rows = []
@@ -43,8 +45,16 @@ def format_chain(chain) -> str:
     if damped:
         out += ["", "joint dynamics:"]
         out += [f"  {j.name}: damping {j.damping:g}, friction {j.friction:g}" for j in damped]
-    out += ["", "findings:" if chain.findings else "findings: none"]
-    out += [f"  {f}" for f in chain.findings]
+    findings = list(chain.findings)
+    q = default_initial_positions(chain)
+    for i, inertia, tau_c in stiff_joints(chain, q, dt):
+        j = chain.joints[i]
+        findings.append(
+            f"joint '{j.name}': damping {j.damping:g} on an effective inertia of {inertia:.3g} "
+            f"settles in {tau_c:.3g} s, shorter than the step {dt:g} s (stiff: needs implicit "
+            "damping, as dynamics_simulator does, and no feedback of measured velocity)")
+    out += ["", "findings:" if findings else "findings: none"]
+    out += [f"  {f}" for f in findings]
     return "\n".join(out)
 
 
@@ -54,6 +64,8 @@ def main(argv=None) -> int:
     parser.add_argument("--root", help="root link of the chain (default: URDF root)")
     parser.add_argument("--tip", help="tip link (default: end of the longest movable path)")
     parser.add_argument("--joints", help="comma-separated controlled joints")
+    parser.add_argument("--dt", type=float, default=DEFAULT_DT,
+                        help=f"simulation step for the stiffness finding, s (default {DEFAULT_DT})")
     args = parser.parse_args(argv)
     joints = args.joints.split(",") if args.joints else None
     try:
@@ -64,7 +76,7 @@ def main(argv=None) -> int:
     except URDFError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(format_chain(chain))
+    print(format_chain(chain, args.dt))
     return 0
 
 

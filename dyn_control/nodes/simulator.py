@@ -22,18 +22,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..control import effort_limits, gain_vector
-from ..simulation import INTEGRATORS, Simulation
+from ..simulation import INTEGRATORS, Simulation, default_initial_positions
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
                      reliability, run, unset)
-
-
-def default_initial_positions(chain):
-    """Zeros, or the middle of the position limits where zero lies outside them."""
-    lower, upper = chain.lower, chain.upper
-    limited = lower < upper
-    outside = limited & ((lower > 0) | (upper < 0))
-    return np.where(outside, 0.5 * (lower + upper), 0.0)
 
 
 class DynamicsSimulator(Node):

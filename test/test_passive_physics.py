@@ -1,0 +1,213 @@
+"""Passive joints in the simulation (implicit damping, stick/slip friction, stops), and
+computed-torque control on every arm of example-robot-data.
+
+References: the optimality conditions of the velocity step (an identity), closed forms for one
+joint under constant torque, energy (K + P never rises with no input, beyond discretization
+error that shrinks with the step), and the tracking bounds of issue 10.
+"""
+
+import numpy as np
+import pytest
+
+from arm_sweep import (arm_paths, bent_pose, computed_torque, load_arm, quintic_move,
+                       synchronous_loop)
+from dyn_control import gravity_torques, kinetic_energy, load_chain, potential_energy
+from dyn_control.examples import inertial, joint, link, robot
+from dyn_control.kernels import passive_velocity
+from dyn_control.simulation import Simulation
+
+ARMS = arm_paths()
+
+
+def test_the_sweep_covers_the_arms_users_have():
+    # the issue's stiff arms and the usual industrial ones must be in it
+    for name in ("xarm7.urdf", "z1.urdf", "tiago_no_hand.urdf", "ur5_robot.urdf", "so101.urdf"):
+        assert any(path.endswith(name) for path in ARMS), name
+    assert len(ARMS) >= 20
+
+
+def test_passive_velocity_meets_its_optimality_conditions():
+    # (M + dt B) v - M v_free + dt f - mu = 0 with f in friction * sign(v) (|f| <= friction at
+    # v = 0), and mu >= 0 only on a joint held at v_min = 0; and v^T M v <= v_free^T M v_free.
+    rng = np.random.default_rng(0)
+    dt = 1e-3
+    for _ in range(200):
+        n = rng.integers(1, 9)
+        a = rng.normal(size=(n, n))
+        M = a @ a.T * 10.0 ** rng.uniform(-4, 0) + np.eye(n) * 1e-5
+        v_free = rng.normal(size=n) * 0.1
+        damping = rng.uniform(0, 20, n) * (rng.random(n) < 0.7)
+        friction = rng.uniform(0, 2, n) * (rng.random(n) < 0.7)
+        v_min = np.where(rng.random(n) < 0.2, 0.0, -np.inf)
+        v = passive_velocity(M, v_free, damping, friction, dt, v_min, np.full(n, np.inf))
+        residual = (M + dt * np.diag(damping)) @ v - M @ v_free  # = -dt f + mu
+        scale = np.abs(M).max() * (np.abs(v_free).max() + np.abs(v).max()) + 1e-300
+        tol = 1e-9 * scale
+        moving = np.abs(v) > 1e-12
+        np.testing.assert_allclose(residual[moving], -dt * friction[moving] * np.sign(v[moving]),
+                                   atol=tol)
+        stuck_free = ~moving & (v_min < 0)
+        assert np.all(np.abs(residual[stuck_free]) <= dt * friction[stuck_free] + tol)
+        at_stop = ~moving & (v_min == 0)
+        assert np.all(residual[at_stop] >= -dt * friction[at_stop] - tol)  # the stop only pushes
+        assert np.all(v >= v_min - 1e-15)
+        assert v @ M @ v <= v_free @ M @ v_free * (1 + 1e-12) + 1e-300
+
+
+def _one_joint(inertia, damping, friction):
+    """A single vertical-axis joint (gravity does no work) with the given passive dynamics."""
+    dyn = f'<dynamics damping="{damping!r}" friction="{friction!r}"/>'
+    return load_chain(robot("one", link("base"),
+                            joint("j", "continuous", "base", "l", axis=(0, 0, 1), extra=dyn),
+                            link("l", inertial(1.0, (0, 0, 0), np.diag([1.0, 1.0, inertia])))))
+
+
+@pytest.mark.parametrize("inertia, damping", [(0.01, 0.1), (1e-4, 20.0)])
+def test_one_joint_sticks_below_friction_and_slips_above_it(inertia, damping):
+    friction, dt = 0.5, 1e-3
+    chain = _one_joint(inertia, damping, friction)
+    sim = Simulation(chain, [0.3], dt)
+    for _ in range(500):  # torque inside the friction band: not a single bit of motion
+        sim.step([0.49])
+    assert sim.q[0] == 0.3 and sim.qd[0] == 0.0
+    # above it: v(t) = (tau - F) / B (1 - exp(-B t / I)); the implicit step has the same limit
+    # exactly, and at that speed each step moves the joint dt * v
+    tau = 0.9
+    terminal = (tau - friction) / damping
+    worst, start = 0.0, sim.t
+    for _ in range(3000):
+        sim.step([tau])
+        exact = terminal * (1 - np.exp(-damping * (sim.t - start) / inertia))
+        worst = max(worst, abs(sim.qd[0] - exact))
+    assert worst < 0.02 * terminal  # first order in dt B / I where that is small (case 1)
+    q_before = sim.q[0]
+    sim.step([tau])
+    assert sim.qd[0] == pytest.approx(terminal, rel=1e-9)
+    assert sim.q[0] - q_before == pytest.approx(dt * terminal, rel=1e-9)
+    for _ in range(300):  # released: friction and damping stop it, and it stays stopped
+        sim.step([0.0])
+    assert sim.qd[0] == 0.0
+
+
+# Energy may still rise by the integration error of RK4 and of where within a step a stop is
+# hit (a joint resting on its stop while others swing). That error is second order in the step
+# (Z1, fall with damping, friction and stops: 9.7e-5 J at 1 ms, 2.4e-5 J at 0.5 ms); over the
+# sweep it stays below 1.3e-3 of the largest kinetic energy of the fall (SO-101).
+ENERGY_RTOL = 2e-3
+
+
+def _energy_rise(chain, q0, dt=1e-3, seconds=2.0):
+    """(largest rise of K + P above its lowest value so far, largest K) in a fall with no
+    input from q0 with 0.2 rad/s on every joint; and the simulation at the end."""
+    sim = Simulation(chain, q0, dt)
+    sim.qd[:] = 0.2
+    lowest = kinetic_energy(chain, sim.q, sim.qd) + potential_energy(chain, sim.q)
+    rise = largest = 0.0
+    for _ in range(int(round(seconds / dt))):
+        sim.step(np.zeros(chain.n))
+        kinetic = kinetic_energy(chain, sim.q, sim.qd)
+        energy = kinetic + potential_energy(chain, sim.q)
+        rise, lowest, largest = max(rise, energy - lowest), min(lowest, energy), max(largest, kinetic)
+    return rise, largest, sim
+
+
+@pytest.mark.parametrize("rel", ARMS)
+def test_no_input_never_gains_energy_on_every_arm(rel):
+    # With its URDF damping, friction and limits, each arm falls from a bent pose for 2 s at
+    # 1 ms. The passive step only takes energy out (see the test above).
+    chain = load_arm(rel)
+    rise, largest, sim = _energy_rise(chain, bent_pose(chain))
+    assert sim.blowups == 0 and np.all(np.isfinite(sim.q)) and np.all(np.isfinite(sim.qd))
+    assert rise <= ENERGY_RTOL * largest + 1e-9, (rise, largest)
+
+
+def test_a_damped_arm_loses_energy_at_every_step():
+    # xArm7: damping on every joint, heavy against its light links; K + P must fall monotonically
+    rel = next(a for a in ARMS if a.endswith("xarm7.urdf"))
+    rise, largest, _ = _energy_rise(load_arm(rel), bent_pose(load_arm(rel)))
+    assert rise == 0.0 and largest > 0.1
+
+
+@pytest.mark.parametrize("rel", [a for a in ARMS if a.endswith(("xarm7.urdf", "z1.urdf",
+                                                                  "tiago_no_hand.urdf"))])
+def test_gravity_compensated_arm_comes_to_rest(rel):
+    # Issue 10's measurement: 0.2 rad/s on every joint, gravity compensation only, 2 s.
+    # Explicit damping blew up (xArm7, Tiago) or kept moving at 0.6 to 1.9 rad/s (Z1).
+    chain = load_arm(rel)
+    sim = Simulation(chain, bent_pose(chain), 1e-3)
+    sim.qd[:] = 0.2
+    for _ in range(2000):
+        sim.step(gravity_torques(chain, sim.q))
+    assert sim.blowups == 0
+    assert np.abs(sim.qd).max() < 1e-3
+
+
+def _random_stiff_chain(seed, n=6):
+    """A chain with damping up to 20 N m s/rad and friction up to 2 N m on links whose smallest
+    principal inertia goes down to 1e-4 kg m^2."""
+    rng = np.random.default_rng(seed)
+    parts, parent = [link("base")], "base"
+    for i in range(n):
+        axis = rng.normal(size=3)
+        dyn = f'<dynamics damping="{rng.uniform(0, 20)!r}" friction="{rng.uniform(0, 2)!r}"/>'
+        parts.append(joint(f"j{i}", "revolute", parent, f"l{i}", xyz=rng.uniform(-0.2, 0.2, 3),
+                           axis=axis / np.linalg.norm(axis), limit=(-2.5, 2.5, 50.0, 3.0),
+                           extra=dyn))
+        mass = 10 ** rng.uniform(-2, 0.5)
+        small = 10 ** rng.uniform(-4, -2)
+        parts.append(link(f"l{i}", inertial(mass, rng.uniform(-0.05, 0.05, 3),
+                                            np.diag([small, small, 1.5 * small]))))
+        parent = f"l{i}"
+    return load_chain(robot("stiff", *parts))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_stiff_chains_neither_blow_up_nor_gain_energy(seed):
+    chain = _random_stiff_chain(seed)
+    assert chain.damping.max() > 5 and chain.inertia.min() < 1e-3
+    q0 = np.random.default_rng(seed).uniform(-1.5, 1.5, chain.n)
+    rise, largest, sim = _energy_rise(chain, q0)
+    assert sim.blowups == 0 and np.all(np.isfinite(sim.qd))
+    assert rise <= ENERGY_RTOL * largest + 1e-9, (rise, largest)
+
+
+# Settling error 1 s after the move, on arms with URDF friction: a joint stops where the
+# compensation, which fades out within the deadband (1e-4 rad), no longer beats its friction.
+# Measured: 1.5e-4 (Z1), 1.6e-4 (hextilt), 1.0e-4 (Tiago), 2.4e-5 (xArm7), 1.6e-5 rad (Talos).
+FRICTION_SETTLE_BOUND = 5e-4
+# Where the tracking bound of 1e-3 rad does not hold, and why. Hextilt's joint 4 has 1.4e-4
+# kg m^2 of inertia against 0.1 N m of friction and 0.1 N m s/rad of damping: kp M is 0.056
+# N m/rad, so a torque error of 1e-4 N m (a thousandth of its friction, from the friction
+# and damping of its neighbours in the step) leaves 2 mrad. Measured RMS 1.9e-3 rad; without
+# the URDF friction, 2.6e-4 rad.
+RMS_EXCEPTIONS = {"hextilt_flying_arm_5.urdf": 3e-3}
+
+
+@pytest.mark.parametrize("rel", ARMS)
+def test_computed_torque_tracks_a_quintic_move_on_every_arm(rel):
+    # Synchronous loop at 1 kHz, kp 400, kd 40, the URDF's effort limits; a 2 s quintic move
+    # of 0.2 to 0.5 rad per joint inside the limits, then 1 s of holding.
+    chain = load_arm(rel)
+    q0, move = quintic_move(chain)
+    errors, sim = synchronous_loop(chain, computed_torque(chain), q0, move, 3.0)
+    assert sim.blowups == 0
+    rms = np.sqrt(np.mean(errors[:2000] ** 2, axis=0))
+    assert rms.max() < RMS_EXCEPTIONS.get(rel.rsplit("/", 1)[-1], 1e-3), rms
+    settle = np.abs(errors[-1]).max()
+    if np.any(chain.friction > 0):
+        assert settle < FRICTION_SETTLE_BOUND, settle
+    else:
+        assert settle < 1e-4, settle
+
+
+def test_friction_compensation_gets_a_sticking_joint_to_the_target():
+    # The issue's case: the xArm7 regulating a 0.01 rad offset on every joint. Its four distal
+    # joints stuck at 6.7e-3 rad with friction * sign(qd_d), which is zero at rest.
+    rel = next(a for a in ARMS if a.endswith("xarm7.urdf"))
+    chain = load_arm(rel)
+    q_d = bent_pose(chain)
+    zero = np.zeros(chain.n)
+    from dyn_control.trajectory import Trajectory
+    hold = Trajectory(0.0, (q_d, zero, zero), [0.0], [q_d])
+    errors, _ = synchronous_loop(chain, computed_torque(chain), q_d - 0.01, hold, 2.0)
+    assert np.abs(errors[-1]).max() < 2e-4
