@@ -42,3 +42,17 @@ def test_unusable_urdf_gives_one_line_and_exit_1(tmp_path):
     assert out.returncode == 1
     assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1
     assert "link 'a'" in out.stderr or "link 'b'" in out.stderr
+
+
+def test_stiff_damping_is_a_finding(tmp_path):
+    # damping 2 N m s/rad on 1e-4 kg m^2: time constant 5e-5 s, far below the 1 ms step; at
+    # --dt 1e-5 the same joint is no longer stiff
+    dyn = '<dynamics damping="2.0" friction="0.0"/>'
+    arm = tmp_path / "stiff.urdf"
+    arm.write_text(robot("s", link("base"), joint("wrist", "revolute", "base", "l", extra=dyn),
+                         link("l", inertial(1.0, (0, 0, 0), np.diag([1.0, 1.0, 1e-4])))))
+    out = run(arm)
+    assert out.returncode == 0, out.stderr
+    finding = [line for line in out.stdout.splitlines() if "stiff" in line]
+    assert len(finding) == 1 and "joint 'wrist'" in finding[0] and "5e-05 s" in finding[0]
+    assert "findings: none" in run(arm, "--dt", "1e-5").stdout
