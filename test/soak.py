@@ -1,8 +1,9 @@
-"""Soak run: the closed loop in lockstep at 1 kHz for a long stretch of simulated time.
+"""Soak run: the closed loop, synchronous and as fast as it goes, at 1 kHz for a long stretch of
+simulated time.
 
     python test/soak.py SECONDS [DOMAIN]     (test_soak.py runs it; also usable by hand)
 
-Starts dynamics_simulator (lockstep) and computed_torque_controller as processes with the
+Starts dynamics_simulator (synchronous, real_time_factor 0) and computed_torque_controller as processes with the
 config/*.yaml parameters, sends one slow trajectory as long as the run, samples the
 controller's ~/error over best-effort QoS (so the sampling cannot slow the loop), reads the
 resident memory of both processes from /proc every 2 s of wall time, and prints one JSON line:
@@ -44,10 +45,10 @@ def main(seconds, domain):
     common = {"urdf_file": str(urdf)}
     nodes = [
         processes.NodeProcess("dynamics_simulator", [processes.config("simulator"), *arm_configs],
-                              {**common, "lockstep": True}, log_dir=log_dir, domain_id=domain),
-        # lockstep has no real-time contract: wall-clock stalls are not state faults
+                              {**common, "real_time_factor": 0.0}, log_dir=log_dir,
+                              domain_id=domain),
         processes.NodeProcess("computed_torque_controller", [processes.config("controller")],
-                              {**common, "use_sim_time": True, "state_timeout": 1.0},
+                              {**common, "use_sim_time": True},
                               log_dir=log_dir, domain_id=domain),
         processes.NodeProcess("trajectory_demo", [processes.config("demo")],
                               {**common, "use_sim_time": True, "duration": float(seconds) + 5,

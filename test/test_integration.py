@@ -1,11 +1,11 @@
 """The system as sim.launch.py starts it, without `launch`: the installed console scripts as
 separate processes with the parameters read from the same config/*.yaml files
-(dyn_control.processes), on simulation time, with the simulator in real time as `make demo`
-runs it. Checks that the controller started before the simulator waits, then converges, and
+(dyn_control.processes), on simulation time, with the simulator synchronous at a real-time
+factor of at most 1, as `make demo` runs it. Checks that the controller started before the simulator waits, then converges, and
 that every process exits 0 on SIGINT.
 
 Bound: RMS error below 2e-3 rad on every joint over the trajectory (measured here 1e-4 to
-4e-4 rad, real time over DDS on 2 cores; the lockstep test holds the tighter 1e-3).
+4e-4 rad, real time over DDS on 2 cores; test_closed_loop holds the tighter 1e-3).
 """
 
 import numpy as np

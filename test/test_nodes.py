@@ -258,24 +258,57 @@ def test_round_trip_over_dds():
         node.destroy_node()
 
 
-def test_simulator_defaults_lockstep_and_dropped_commands():
+def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
+    # synchronous, as fast as possible, a long sync_timeout: without answers time stands still
     overrides = config_overrides("simulator", "dynamics_simulator") + [
-        Parameter("urdf_file", value=ARM), Parameter("lockstep", value=True)]
+        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
+        Parameter("sync_timeout", value=30.0)]
     node = DynamicsSimulator(parameter_overrides=overrides)
     states = Captured(node.state_pub)
     try:
+        assert node.synchronous
         np.testing.assert_array_equal(node.sim.q, default_initial_positions(node.sim.chain))
-        assert node.sim.steps == 0
+        time.sleep(0.3)
+        assert node.sim.steps == 0  # waiting for the answer to the initial state
         tau = np.linspace(-1, 1, 7)
         node._on_command(Float64MultiArray(data=tau.tolist()))
+        wait_until(lambda: states.messages, 5.0)
         assert node.sim.steps == 1 and states.messages[-1].header.stamp.nanosec == 1_000_000
         np.testing.assert_allclose(states.messages[-1].effort, tau)
         for bad in ([1.0] * 6, [np.nan] * 7):
             node._on_command(Float64MultiArray(data=bad))
-        assert node.sim.steps == 1
+        time.sleep(0.3)
+        assert node.sim.steps == 1 and len(states.messages) == 1  # still waiting: no answer
+        node._on_command(Float64MultiArray(data=tau.tolist()))
+        wait_until(lambda: len(states.messages) == 2, 5.0)
+        assert node.sim.steps == 2 and node.missed == 0
     finally:
         node.shutdown()
         node.destroy_node()
+
+
+def test_simulator_synchronous_steps_on_after_sync_timeout_and_counts_a_miss():
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
+        Parameter("sync_timeout", value=0.2)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    try:
+        time.sleep(0.3)
+        node._on_command(Float64MultiArray(data=[0.0] * 7))  # answers the state it sees now
+        wait_until(lambda: node.missed >= 1, 5.0)  # then nobody answers: a miss after 0.2 s
+        steps = node.sim.steps
+        wait_until(lambda: node.sim.steps > steps + 100, 5.0)  # and time runs on
+        assert node.absent
+    finally:
+        node.shutdown()
+        node.destroy_node()
+
+
+def wait_until(condition, timeout):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_default_initial_positions_use_the_limits_midpoint_when_zero_is_outside():
@@ -310,7 +343,7 @@ def test_bad_configuration_stops_the_node_with_one_line(params, named):
 def go_stale(node, q):
     """A good state, then silence longer than state_timeout, then one watchdog tick."""
     node._on_joint_state(state_msg(1.0, NAMES, q))
-    node.last_state_wall -= node.state_timeout + 0.05
+    node.last_state_seen -= node.state_timeout + 0.05
     node._on_watchdog()
 
 
@@ -351,7 +384,7 @@ def test_bad_states_keep_the_last_command_at_most_state_timeout():
     try:
         node._on_joint_state(state_msg(1.0, NAMES, Q))
         node._on_joint_state(state_msg(1.001, NAMES, Q * np.nan))  # bad: does not refresh
-        node.last_state_wall -= 0.2
+        node.last_state_seen -= 0.2
         node._on_watchdog()
         assert node.stale  # the bad state did not count as a state
     finally:
@@ -370,17 +403,25 @@ def test_max_effort_rate_bounds_the_step_between_commands():
         node.destroy_node()
 
 
-def test_simulator_command_timeout_zeroes_the_effort():
+@pytest.mark.parametrize("synchronous", [False, True])
+def test_simulator_command_timeout_zeroes_the_effort(synchronous):
+    # free running: wall time since the last command; synchronous: simulated time
     overrides = config_overrides("simulator", "dynamics_simulator") + [
-        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0)]
+        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
+        Parameter("synchronous", value=synchronous)]
     node = DynamicsSimulator(parameter_overrides=overrides)
     try:
-        node._running = False  # stop the free-running thread; the test steps by hand
+        node._running = False  # stop the stepping thread; the test steps by hand
+        node._answered.set()
         node._thread.join()
         node._on_command(Float64MultiArray(data=[5.0] * 7))
         node._check_command_timeout()
         assert np.all(node.command == 5.0)
-        node.command_wall -= node.command_timeout + 0.01
+        if synchronous:
+            for _ in range(int(node.command_timeout / node.sim.dt) + 2):
+                node.sim.hold()
+        else:
+            node.command_seen -= node.command_timeout + 0.01
         node._check_command_timeout()
         assert node.timed_out and np.all(node.command == 0.0)
         node._on_command(Float64MultiArray(data=[1.0] * 7))  # commands back

@@ -1,4 +1,4 @@
-"""Soak: 10 minutes of simulated time in lockstep at 1 kHz (test/soak.py), separate processes.
+"""Soak: 10 minutes of simulated time at 1 kHz, synchronous (test/soak.py), separate processes.
 
 Bounds: each process's resident memory grows by less than 5 MB from a quarter of the run to its
 end (measured here over 3 minutes: +0.4 MB, at about 205 MB), every minute's RMS tracking

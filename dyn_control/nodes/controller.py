@@ -59,7 +59,7 @@ class ComputedTorqueController(Node):
         self.state = None  # (t, q, qd) of the last good joint state
         self.command = None  # last published effort, chain order
         self.command_time = None  # its time (s, state clock)
-        self.last_state_wall = None  # time.monotonic() of the last good state
+        self.last_state_seen = None  # when the last good state came, on the watchdog's clock
         self.stale = False  # no good state for state_timeout: feedback stopped
         self.pending = None  # a trajectory received before the first state
         self._compute_s = deque(maxlen=5000)
@@ -84,10 +84,15 @@ class ComputedTorqueController(Node):
             raise StartupError(f"parameter rate must be >= 0 Hz, got {rate}")
         if rate > 0:
             self.create_timer(1.0 / rate, self._on_timer)
-        # The watchdog runs on the steady clock: with use_sim_time, sim time stops with the sim.
+        # The watchdog measures silence on the clock the node runs on: with use_sim_time, a
+        # simulator that waits for a busy machine stops its clock, so a slow CPU is not a
+        # stale state (and a dead simulator moves nothing). Without sim time, the steady clock.
+        # It looks every 10 ms of wall time either way.
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.watchdog_clock = (self.get_clock() if self.get_parameter("use_sim_time").value
+                               else steady)
         self.watchdog_period = min(0.01, self.get_parameter("state_timeout").value / 2)
-        self.create_timer(self.watchdog_period, self._on_watchdog,
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(self.watchdog_period, self._on_watchdog, clock=steady)
 
     # ------------------------------------------------------------------ configuration
 
@@ -203,9 +208,9 @@ class ComputedTorqueController(Node):
 
     def _on_watchdog(self):
         """No good state for state_timeout: stop feedback; hold gravity compensation or stop."""
-        if self.last_state_wall is None:
+        if self.last_state_seen is None:
             return
-        silent = time.monotonic() - self.last_state_wall
+        silent = self._watchdog_now() - self.last_state_seen
         if silent <= self.state_timeout:
             return
         if not self.stale:
@@ -226,6 +231,9 @@ class ComputedTorqueController(Node):
         return (f"compute time over {us.size} ticks: p50 {np.percentile(us, 50):.1f} us, "
                 f"p99 {np.percentile(us, 99):.1f} us, max {us.max():.1f} us")
 
+    def _watchdog_now(self):
+        return self.watchdog_clock.now().nanoseconds * 1e-9
+
     def _now(self, stamp):
         t = messages.to_seconds(stamp)
         return t if t > 0 else self.get_clock().now().nanoseconds * 1e-9
@@ -239,7 +247,7 @@ class ComputedTorqueController(Node):
             self.get_logger().warning(f"joint state ignored: {err}", throttle_duration_sec=1.0)
             return
         t = self._now(msg.header.stamp)
-        self.last_state_wall = time.monotonic()
+        self.last_state_seen = self._watchdog_now()
         if self.stale:  # states are back: hold where the arm is now, no torque jump
             self.stale = False
             self.trajectory = Trajectory.hold(t, q)

@@ -3,11 +3,18 @@
 Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` order) and holds
 the last one; publishes /joint_states (every chain joint: position, velocity, effort = applied
 torque) stamped with the simulation time, and /clock when publish_clock is true.
-Free-running: a thread steps the simulation every dt / real_time_factor of wall time
-(real_time_factor 0: as fast as possible); with wait_for_command (default) the joints stay
-braked, time running, until the first effort command, so the arm does not fall while the
-controller starts. Lockstep: one step per received command, for
-deterministic tests; until the first command it republishes the initial state every 0.1 s.
+
+A thread steps the simulation, at most real_time_factor times as fast as the wall clock (0: as
+fast as it can). Two ways to meet the controller:
+- synchronous (default), as Gazebo and MuJoCo run ros2_control: after publishing a state it
+  waits for the command that answers it, then steps. A slow machine lowers the real-time
+  factor; no deadline is missed. After sync_timeout s of wall time without an answer it steps
+  on the last command and counts a miss, and it stops waiting until commands come back, so a
+  dead controller still lets time run. command_timeout counts simulated time here.
+- free running (synchronous false), like hardware: it steps on the wall clock and never
+  waits; command_timeout counts wall time. For deadline and watchdog tests.
+With wait_for_command (default) the joints stay braked, time running, until the first effort
+command, so the arm does not fall while the controller starts.
 """
 
 import threading
@@ -40,8 +47,12 @@ class DynamicsSimulator(Node):
         self.declare_parameter("dt", 0.001, ParameterDescriptor(description="integration step, s"))
         self.declare_parameter("publish_rate", 1000.0, ParameterDescriptor(description="Hz"))
         self.declare_parameter("publish_clock", False)
-        self.declare_parameter("real_time_factor", 1.0)
-        self.declare_parameter("lockstep", False)
+        self.declare_parameter("real_time_factor", 1.0, ParameterDescriptor(
+            description="upper bound on simulated s per wall s; 0: as fast as possible"))
+        self.declare_parameter("synchronous", True, ParameterDescriptor(
+            description="wait for the command answering each state (false: free running)"))
+        self.declare_parameter("sync_timeout", 0.1, ParameterDescriptor(
+            description="wall s to wait for an answer before stepping on the last command"))
         self.declare_parameter("integrator", "rk4")
         self.declare_parameter("wait_for_command", True, ParameterDescriptor(
             description="hold the joints (brakes) until the first effort command"))
@@ -52,6 +63,7 @@ class DynamicsSimulator(Node):
         self.sim = None
         self.command = None
         self._lock = threading.Lock()
+        self._answered = threading.Event()  # a command arrived since the last published state
         self._running = True
         self._thread = None
         self.state_pub = self.create_publisher(JointState, "/joint_states", 10)
@@ -67,10 +79,11 @@ class DynamicsSimulator(Node):
         chain, order = build_chain(self, source)
         n = chain.n
         dt, rate, rtf = self._param("dt"), self._param("publish_rate"), self._param("real_time_factor")
-        timeout = self._param("command_timeout")
+        timeout, sync_timeout = self._param("command_timeout"), self._param("sync_timeout")
         for name, value, ok in (("dt", dt, 0 < dt <= 0.1), ("publish_rate", rate, rate > 0),
                                 ("real_time_factor", rtf, rtf >= 0),
-                                ("command_timeout", timeout, timeout >= 0)):
+                                ("command_timeout", timeout, timeout >= 0),
+                                ("sync_timeout", sync_timeout, sync_timeout > 0)):
             if not ok or not np.isfinite(value):
                 raise StartupError(f"parameter {name} out of range: {value}")
         integrator = self._param("integrator")
@@ -94,28 +107,28 @@ class DynamicsSimulator(Node):
         self.publish_every = max(1, int(round(1.0 / (rate * dt))))
         self.real_time_factor = rtf
         self.publish_clock = bool(self._param("publish_clock"))
-        self.lockstep = bool(self._param("lockstep"))
+        self.synchronous = bool(self._param("synchronous"))
+        self.sync_timeout = sync_timeout
         self.braked = bool(self._param("wait_for_command"))  # released by the first command
         self.command_timeout = timeout
-        self.command_wall = None  # time.monotonic() of the last good command
+        self.command_seen = None  # when the last good command came: sim time if synchronous
         self.timed_out = False
-        self.fresh = False  # a command arrived since the last published state
+        self.absent = False  # synchronous: the last state went unanswered, stop waiting
         self.published = 0  # states published while commands were expected
         self.missed = 0  # of those, states after which no new command had arrived in time
         self._next_report = 5.0
+        self._pace = None  # (wall s, sim s) where the real-time factor is measured from
         self.sim = Simulation(chain, q0, dt, limits, integrator)
         self.state_msg = messages.JointStateWriter(chain.joint_names)
         self.sim.acceleration(q0, np.zeros(n), np.zeros(n))  # load the kernels before the loop
         self.command = np.zeros(n)
         self.get_logger().info(
             f"{n} joints {chain.joint_names}, dt {dt} s, {integrator}, publishing every "
-            f"{self.publish_every} steps" + (", lockstep" if self.lockstep else ""))
+            f"{self.publish_every} steps, {'synchronous' if self.synchronous else 'free running'}, "
+            + (f"real-time factor at most {rtf:g}" if rtf > 0 else "as fast as possible"))
         self._publish()
-        if self.lockstep:
-            self._waiting = self.create_timer(0.1, self._publish_until_commanded)
-        else:
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
 
     def _on_command(self, msg):
         if self.sim is None:
@@ -128,18 +141,17 @@ class DynamicsSimulator(Node):
         command = np.empty_like(tau)
         command[self.order] = tau
         self.command = command
-        self.command_wall = time.monotonic()
-        self.fresh = True
+        self.command_seen = self.sim.t if self.synchronous else time.monotonic()
+        self.absent = False
+        self._answered.set()
+        if self._pace is None:  # the real-time factor counts from the first command
+            self._pace = (time.monotonic(), self.sim.t)
         if self.timed_out:
             self.timed_out = False
             self.get_logger().warning(f"effort commands are back at t = {self.sim.t:.3f} s")
         if self.braked:
             self.braked = False
             self.get_logger().info(f"first command at t = {self.sim.t:.3f} s: brakes released")
-        if self.lockstep:
-            with self._lock:
-                self._step()
-                self._publish()
 
     def _step(self):
         if not self.sim.step(self.command):
@@ -147,18 +159,12 @@ class DynamicsSimulator(Node):
                 f"numerical blow-up at t = {self.sim.t:.3f} s: reset to the last finite state "
                 f"({self.sim.blowups} so far)", throttle_duration_sec=1.0)
 
-    def _publish_until_commanded(self):
-        if self.sim.steps == 0:
-            self._publish()
-        else:
-            self._waiting.cancel()
-
     def _publish(self):
         sim = self.sim
-        if self.command_wall is not None and not self.lockstep:
+        if self.command_seen is not None:
             self.published += 1
-            self.missed += not self.fresh
-            self.fresh = False
+            self.missed += not self._answered.is_set()
+        self._answered.clear()
         self.state_pub.publish(self.state_msg.fill(sim.t, sim.q, sim.qd, sim.tau))
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
@@ -166,16 +172,27 @@ class DynamicsSimulator(Node):
             self._next_report = sim.t + 5.0
             self.get_logger().info(self.deadline_report())
 
+    def real_time_factor_achieved(self):
+        """Simulated s per wall s since the first command; None before it."""
+        if self._pace is None:
+            return None
+        wall = time.monotonic() - self._pace[0]
+        return (self.sim.t - self._pace[1]) / wall if wall > 0 else None
+
     def deadline_report(self):
-        """States published since the first command, and how many got no new command in time."""
+        """States published since the first command, how many got no new command in time, and
+        the real-time factor achieved."""
         share = 100.0 * (1 - self.missed / self.published) if self.published else 100.0
+        rtf = self.real_time_factor_achieved()
         return (f"deadlines: {self.published} states, {self.missed} missed (no new command "
-                f"before the next state), {share:.2f} % met")
+                f"before the next state), {share:.2f} % met; real-time factor "
+                + ("-" if rtf is None else f"{rtf:.3f}"))
 
     def _check_command_timeout(self):
-        if self.command_timeout <= 0 or self.command_wall is None or self.timed_out:
+        if self.command_timeout <= 0 or self.command_seen is None or self.timed_out:
             return
-        silent = time.monotonic() - self.command_wall
+        now = self.sim.t if self.synchronous else time.monotonic()
+        silent = now - self.command_seen
         if silent > self.command_timeout:
             self.timed_out = True
             self.command = np.zeros(self.sim.chain.n)
@@ -183,17 +200,32 @@ class DynamicsSimulator(Node):
                 f"no effort command for {silent:.3f} s (command_timeout {self.command_timeout} s): "
                 "zero effort, the arm falls as hardware would")
 
+    def _wait_for_answer(self):
+        """Synchronous: wait for the command answering the state just published."""
+        if self._answered.wait(self.sync_timeout) or not self._running:
+            return
+        self.absent = True  # until a command comes: step on, as a dead controller needs
+        if self.command_seen is not None:
+            self.get_logger().warning(
+                f"no command answered the state of t = {self.sim.t:.3f} s within "
+                f"{self.sync_timeout} s: stepping on the last one", throttle_duration_sec=1.0)
+
     def _run(self):
-        """Free-running loop: step, publish every publish_every steps, keep wall-time pace."""
+        """Step, publish every publish_every steps, keep at most real_time_factor."""
         next_wall = time.monotonic()
+        published = True  # configure() published the initial state
         while self._running and rclpy.ok():
+            if self.synchronous and published and not self.absent:
+                self._wait_for_answer()
             self._check_command_timeout()
+            published = False
             with self._lock:
                 if self.braked:
                     self.sim.hold()
                 else:
                     self._step()
                 if self.sim.steps % self.publish_every == 0:
+                    published = True
                     try:
                         self._publish()
                     except Exception:  # noqa: BLE001 - rclpy raises RCLError once shut down
@@ -205,7 +237,7 @@ class DynamicsSimulator(Node):
                 delay = next_wall - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-                elif delay < -0.1:  # far behind (machine busy): do not race to catch up
+                elif delay < -0.1:  # far behind (machine busy, or waiting): do not race
                     next_wall = time.monotonic()
 
     def shutdown(self):
