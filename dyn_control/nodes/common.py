@@ -7,6 +7,7 @@ else the `urdf_file` parameter (a path, .xacro works), else the /robot_descripti
 """
 
 import gc
+import os
 import signal
 import sys
 import threading
@@ -26,6 +27,9 @@ from ..model import URDFError, load_chain
 
 class StartupError(RuntimeError):
     """Bad configuration: the node cannot run. The message is the one line the user sees."""
+
+
+BUILDING = threading.Event()  # set while a node process is building its node (see run)
 
 
 def declare_model_parameters(node):
@@ -96,10 +100,13 @@ def configure_from_model(node):
         if loaded:
             return
         loaded.append(True)
+        BUILDING.set()  # compiling on a first run takes seconds: a signal ends it (see run)
         try:
             node.configure(msg.data)
         except StartupError as err:
             node.fatal = err
+        finally:
+            BUILDING.clear()
 
     qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
@@ -125,17 +132,30 @@ def make_executor(node):
 def run(node_class, args=None):
     """rclpy.init, build the node, spin until Ctrl-C; exit 1 with one line on StartupError.
 
-    SIGINT and SIGTERM only set a flag that the spin loop checks, instead of rclpy's handler
-    shutting the context down under a running callback (or an exception raised inside one):
-    the node stops first, then the context goes down, and the exit code is 0.
+    SIGINT and SIGTERM end the process with exit code 0 whenever they come. While the node is
+    being built (loading the model; on a first run, seconds of compiling the kernels) there is
+    nothing to stop yet, so the process exits at once: an exception raised there can land in a
+    callback of the compiler's C code, which swallows it and carries on broken. Once the node
+    spins they only set a flag that the spin loop checks, instead of rclpy's handler shutting
+    the context down under a running callback: the node stops first, then the context goes
+    down.
     """
     stop = threading.Event()
+
+    def on_signal(*_):
+        stop.set()
+        if BUILDING.is_set():
+            print(f"[{node_class.NODE_NAME}] stopped during start-up", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(0)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        signal.signal(sig, on_signal)
     node = None
     code = 0
+    BUILDING.set()
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = node_class()
         executor = make_executor(node)
         executor.add_node(node)
@@ -143,6 +163,7 @@ def run(node_class, args=None):
         # a collection during a tick walks only the objects of recent ticks (latency tail).
         gc.collect()
         gc.freeze()
+        BUILDING.clear()
         while not stop.is_set() and node.fatal is None:
             executor.spin_once(timeout_sec=0.1)
         if node.fatal is not None:
@@ -151,6 +172,7 @@ def run(node_class, args=None):
         print(f"[{node_class.NODE_NAME}] error: {err}", file=sys.stderr, flush=True)
         code = 1
     finally:
+        BUILDING.clear()  # a signal while stopping must not cut the stopping short
         if node is not None:
             node.shutdown()
             node.destroy_node()

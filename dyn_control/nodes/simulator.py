@@ -242,6 +242,7 @@ class DynamicsSimulator(Node):
 
     def shutdown(self):
         self._running = False
+        self._answered.set()  # wake a synchronous wait
         if self._thread is not None:
             self._thread.join(timeout=1.0)
         if self.sim is not None and self.published:
