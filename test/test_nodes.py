@@ -197,12 +197,17 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
                                     ("kd", [1.0, 2.0], "kd must be a scalar or 7 values"),
                                     ("effort_limits", [1.0, 2.0], "effort_limits must be a scalar or 7"),
                                     ("effort_limits", "abc", "could not convert"),
+                                    ("friction_deadband", 0.0, "friction_deadband must be > 0"),
+                                    ("control_period", 2.0, "control_period must be in (0, 1]"),
                                     ("urdf_file", "/x.urdf", "cannot change while the node runs")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason
         assert node.mode == "gravity_pd" and node.kp[0] == 100.0
         assert node.set_parameters([Parameter("effort_limits", value=50.0)])[0].successful
         np.testing.assert_array_equal(node.limits, np.full(7, 50.0))  # a scalar: every joint
+        assert node.set_parameters([Parameter("control_period", value=0.002)])[0].successful
+        from dyn_control import kernels
+        np.testing.assert_array_equal(node.law.params[kernels.PERIOD], np.full(7, 0.002))
         assert node.get_parameter("mode").value == "gravity_pd"
     finally:
         node.destroy_node()

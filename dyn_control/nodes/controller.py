@@ -18,8 +18,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control import (DEFAULT_KP, ControlLaw, check_mode, critical_damping, effort_limits,
-                       gain_vector, limit_rate, saturate)
+from ..control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_KP, DEFAULT_PERIOD, ControlLaw,
+                       check_mode, critical_damping, effort_limits, gain_vector, limit_rate,
+                       saturate)
 from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
@@ -45,6 +46,10 @@ class ComputedTorqueController(Node):
         self.declare_parameter("kd", None, any_type)  # unset: 2 sqrt(kp), critically damped
         self.declare_parameter("effort_limits", None, any_type)  # unset: the URDF limits
         self.declare_parameter("friction_compensation", True)
+        self.declare_parameter("friction_deadband", DEFAULT_FRICTION_DEADBAND, ParameterDescriptor(
+            description="rad: friction compensation fades out within it of the target"))
+        self.declare_parameter("control_period", DEFAULT_PERIOD, ParameterDescriptor(
+            description="s between commands; the damping compensation models one period"))
         self.declare_parameter("rate", 0.0, ParameterDescriptor(
             description="Hz; 0 computes on every joint state"))
         self.declare_parameter("state_timeout", 0.1, ParameterDescriptor(
@@ -145,14 +150,20 @@ class ComputedTorqueController(Node):
             raise ValueError(f"on_state_timeout must be hold or stop, got {action!r}")
         if not (np.isfinite(max_rate) and max_rate >= 0):
             raise ValueError(f"max_effort_rate must be >= 0 N m/s, got {max_rate}")
+        deadband, period = value("friction_deadband"), value("control_period")
+        if not (np.isfinite(deadband) and deadband > 0):
+            raise ValueError(f"friction_deadband must be > 0 rad, got {deadband}")
+        if not (np.isfinite(period) and 0 < period <= 1):
+            raise ValueError(f"control_period must be in (0, 1] s, got {period}")
         return (mode, kp, kd, limits, bool(value("friction_compensation")), timeout, action,
-                max_rate)
+                max_rate, deadband, period)
 
     def _apply(self, settings):
         (self.mode, self.kp, self.kd, self.limits, self.friction_compensation,
-         self.state_timeout, self.on_state_timeout, self.max_effort_rate) = settings
+         self.state_timeout, self.on_state_timeout, self.max_effort_rate, deadband,
+         period) = settings
         self.law = ControlLaw(self.chain, self.mode, self.kp, self.kd, self.limits,
-                              self.friction_compensation)
+                              self.friction_compensation, deadband, period)
 
     def _on_set_parameters(self, params):
         changes = {p.name: p.value for p in params}
