@@ -2,14 +2,17 @@
 
     launch_test test/test_sim_launch.py      (on a ROS 2 install, after colcon build)
 
-Includes sim.launch.py from the package's share directory, waits for /joint_states and
-/effort_controller/commands, asserts that the controller's tracking error (~/error) stays below
-ERROR_BOUND over a window a few seconds in, and checks the exit codes after shutdown.
+Includes sim.launch.py from the package's share directory with two processes that keep both
+cores busy the whole time (the simulator is synchronous: only its real-time factor may drop),
+waits for /joint_states and /effort_controller/commands, asserts that the controller's tracking
+error (~/error) stays below ERROR_BOUND over a window a few seconds in, and checks the exit
+codes after shutdown.
 Where launch_testing cannot be imported (no ROS 2 launch installed, as in CI here) the module
 is skipped with that reason; test_integration.py runs the same processes from pytest.
 """
 
 import os
+import sys
 import time
 import unittest
 
@@ -24,13 +27,15 @@ import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import rclpy  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
+from launch.actions import ExecuteProcess, IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 ERROR_BOUND = 5e-3  # rad, |e| on every joint, 4 to 6 s after the first command
 TIMEOUT = 60.0  # s, for start-up (the first run compiles the numba kernels)
+CPU_HOG = ("import signal, sys; signal.signal(signal.SIGINT, lambda *_: sys.exit(0))\n"
+           "while True: pass")
 
 
 @pytest.mark.launch_test
@@ -39,7 +44,9 @@ def generate_test_description():
         PythonLaunchDescriptionSource(os.path.join(
             get_package_share_directory("dyn_control"), "launch", "sim.launch.py")),
         launch_arguments={"arm": "default_arm", "use_sim_time": "true", "demo": "true"}.items())
-    return launch.LaunchDescription([sim, launch_testing.actions.ReadyToTest()])
+    hogs = [ExecuteProcess(cmd=[sys.executable, "-c", CPU_HOG], name=f"cpu_hog{i}")
+            for i in range(2)]
+    return launch.LaunchDescription([*hogs, sim, launch_testing.actions.ReadyToTest()])
 
 
 class TestTrackedArm(unittest.TestCase):
