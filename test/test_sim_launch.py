@@ -80,6 +80,7 @@ class TestTrackedArm(unittest.TestCase):
         window = [e for e in errors if 4.0 <= _seconds(e) - t0 <= 6.0]
         self.assertTrue(window)
         worst = max(max(abs(x) for x in e.position) for e in window)
+        print(f"worst |e| over 4 to 6 s: {worst:.2e} rad ({len(window)} samples)")
         self.assertLess(worst, ERROR_BOUND)
 
 
