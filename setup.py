@@ -26,8 +26,8 @@ setup(
                 "forward-dynamics simulator.",
     license="Apache-2.0",
     entry_points={"console_scripts": [
-        "computed_torque_controller = dyn_control.nodes.controller:main",
-        "dynamics_simulator = dyn_control.nodes.simulator:main",
-        "trajectory_demo = dyn_control.nodes.trajectory_demo:main",
+        "computed_torque_controller = dyn_control.nodes.entry:computed_torque_controller",
+        "dynamics_simulator = dyn_control.nodes.entry:dynamics_simulator",
+        "trajectory_demo = dyn_control.nodes.entry:trajectory_demo",
     ]},
 )

@@ -5,14 +5,28 @@ The library layer (this package's top level) is pure numpy and never imports rcl
     from dyn_control import load_chain, inverse_dynamics
     chain = load_chain("arm.urdf")
     tau = inverse_dynamics(chain, q, qd, qdd)
+
+The names below are imported when first used, so that importing a submodule (a node's entry
+point, which must install its signal handlers first) does not load numba.
 """
 
-from .dynamics import (bias_forces, forward_dynamics, gravity_torques, inverse_dynamics,
-                       kinetic_energy, mass_matrix, potential_energy)
-from .model import Chain, InertiaWarning, JointInfo, URDFError, load_chain
+import importlib
 
-__all__ = [
-    "Chain", "InertiaWarning", "JointInfo", "URDFError", "load_chain",
-    "inverse_dynamics", "mass_matrix", "bias_forces", "gravity_torques", "forward_dynamics",
-    "kinetic_energy", "potential_energy",
-]
+_EXPORTS = {
+    "Chain": "model", "InertiaWarning": "model", "JointInfo": "model", "URDFError": "model",
+    "load_chain": "model",
+    "inverse_dynamics": "dynamics", "mass_matrix": "dynamics", "bias_forces": "dynamics",
+    "gravity_torques": "dynamics", "forward_dynamics": "dynamics",
+    "kinetic_energy": "dynamics", "potential_energy": "dynamics",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'dyn_control' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

@@ -1,5 +1,5 @@
-"""SIGINT or SIGTERM at any moment of a node's start-up, including the first-run compile of
-the kernels, ends it within 2 s with exit code 0 (as `ros2 launch` expects on Ctrl-C: it
+"""SIGINT or SIGTERM at any moment of a node's start-up, from importing rclpy and numba to the
+first-run compile of the kernels, ends it within 2 s with exit code 0 (as `ros2 launch` expects on Ctrl-C: it
 escalates to SIGTERM after 5 s and reports any other code).
 
 Each run gets an empty numba cache, so the node is compiling when the signal comes (a first
@@ -24,11 +24,13 @@ READY = {"computed_torque_controller": "7 joints", "dynamics_simulator": "7 join
 
 
 @pytest.mark.parametrize("name, sig, after", [
+    ("computed_torque_controller", signal.SIGINT, 0.1),  # importing rclpy and numba
     ("computed_torque_controller", signal.SIGINT, 0.5),
     ("computed_torque_controller", signal.SIGINT, 1.5),
     ("computed_torque_controller", signal.SIGTERM, 1.0),
     ("dynamics_simulator", signal.SIGINT, 1.5),
     ("dynamics_simulator", signal.SIGTERM, 1.0),
+    ("dynamics_simulator", signal.SIGTERM, 0.2),
     ("trajectory_demo", signal.SIGINT, 1.0),
 ])
 def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, after, tmp_path):
