@@ -93,11 +93,13 @@ class ComputedTorqueController(Node):
         # simulator that waits for a busy machine stops its clock, so a slow CPU is not a
         # stale state (and a dead simulator moves nothing). Without sim time, the steady clock.
         # It looks every 10 ms of wall time either way.
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.watchdog_clock = (self.get_clock() if self.get_parameter("use_sim_time").value
-                               else steady)
+        # (time.monotonic is the steady clock without an rclpy call in every tick)
+        clock = self.get_clock()
+        self._watchdog_now = (time.monotonic if not self.get_parameter("use_sim_time").value
+                              else lambda: clock.now().nanoseconds * 1e-9)
         self.watchdog_period = min(0.01, self.get_parameter("state_timeout").value / 2)
-        self.create_timer(self.watchdog_period, self._on_watchdog, clock=steady)
+        self.create_timer(self.watchdog_period, self._on_watchdog,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     # ------------------------------------------------------------------ configuration
 
@@ -241,9 +243,6 @@ class ComputedTorqueController(Node):
             return "compute time: no ticks yet"
         return (f"compute time over {us.size} ticks: p50 {np.percentile(us, 50):.1f} us, "
                 f"p99 {np.percentile(us, 99):.1f} us, max {us.max():.1f} us")
-
-    def _watchdog_now(self):
-        return self.watchdog_clock.now().nanoseconds * 1e-9
 
     def _now(self, stamp):
         t = messages.to_seconds(stamp)
