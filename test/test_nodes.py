@@ -293,17 +293,19 @@ def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
 
 
 def test_simulator_synchronous_steps_on_after_sync_timeout_and_counts_a_miss():
+    # as fast as possible, but never ahead of a silent controller: one step per sync_timeout
     overrides = config_overrides("simulator", "dynamics_simulator") + [
         Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
-        Parameter("sync_timeout", value=0.2)]
+        Parameter("sync_timeout", value=0.05)]
     node = DynamicsSimulator(parameter_overrides=overrides)
     try:
-        time.sleep(0.3)
         node._on_command(Float64MultiArray(data=[0.0] * 7))  # answers the state it sees now
-        wait_until(lambda: node.missed >= 1, 5.0)  # then nobody answers: a miss after 0.2 s
-        steps = node.sim.steps
-        wait_until(lambda: node.sim.steps > steps + 100, 5.0)  # and time runs on
-        assert node.absent
+        wait_until(lambda: node.missed >= 1, 5.0)  # then nobody answers: a miss after 0.05 s
+        start, steps = time.monotonic(), node.sim.steps
+        wait_until(lambda: node.sim.steps >= steps + 10, 5.0)  # time runs on
+        elapsed, stepped = time.monotonic() - start, node.sim.steps - steps
+        assert stepped <= elapsed / 0.05 + 2  # at one step per sync_timeout, no faster
+        assert node.missed >= stepped - 1
     finally:
         node.shutdown()
         node.destroy_node()

@@ -9,8 +9,9 @@ fast as it can). Two ways to meet the controller:
 - synchronous (default), as Gazebo and MuJoCo run ros2_control: after publishing a state it
   waits for the command that answers it, then steps. A slow machine lowers the real-time
   factor; no deadline is missed. After sync_timeout s of wall time without an answer it steps
-  on the last command and counts a miss, and it stops waiting until commands come back, so a
-  dead controller still lets time run. command_timeout counts simulated time here.
+  on the last command and counts a miss, so a dead controller still lets time run, one step
+  per sync_timeout. It never runs ahead of a stalled controller. command_timeout counts
+  simulated time here.
 - free running (synchronous false), like hardware: it steps on the wall clock and never
   waits; command_timeout counts wall time. For deadline and watchdog tests.
 With wait_for_command (default) the joints stay braked, time running, until the first effort
@@ -113,7 +114,6 @@ class DynamicsSimulator(Node):
         self.command_timeout = timeout
         self.command_seen = None  # when the last good command came: sim time if synchronous
         self.timed_out = False
-        self.absent = False  # synchronous: the last state went unanswered, stop waiting
         self.published = 0  # states published while commands were expected
         self.missed = 0  # of those, states after which no new command had arrived in time
         self._next_report = 5.0
@@ -142,7 +142,6 @@ class DynamicsSimulator(Node):
         command[self.order] = tau
         self.command = command
         self.command_seen = self.sim.t if self.synchronous else time.monotonic()
-        self.absent = False
         self._answered.set()
         if self._pace is None:  # the real-time factor counts from the first command
             self._pace = (time.monotonic(), self.sim.t)
@@ -204,8 +203,7 @@ class DynamicsSimulator(Node):
         """Synchronous: wait for the command answering the state just published."""
         if self._answered.wait(self.sync_timeout) or not self._running:
             return
-        self.absent = True  # until a command comes: step on, as a dead controller needs
-        if self.command_seen is not None:
+        if self.command_seen is not None:  # (before the first command, silence is expected)
             self.get_logger().warning(
                 f"no command answered the state of t = {self.sim.t:.3f} s within "
                 f"{self.sync_timeout} s: stepping on the last one", throttle_duration_sec=1.0)
@@ -215,7 +213,7 @@ class DynamicsSimulator(Node):
         next_wall = time.monotonic()
         published = True  # configure() published the initial state
         while self._running and rclpy.ok():
-            if self.synchronous and published and not self.absent:
+            if self.synchronous and published:
                 self._wait_for_answer()
             self._check_command_timeout()
             published = False
