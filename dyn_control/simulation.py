@@ -12,8 +12,8 @@ Why this scheme, by measurement:
 - Real URDFs put heavy damping on light links (xArm7: 10 N m s/rad on 1.4e-4 kg m^2, a time
   constant of 14 us against a 1 ms step). Damping inside RK4 blew up in 3 steps there, and
   friction as friction * sign(q') chattered and put energy into the Z1. With step 2 no arm of
-  example-robot-data blows up, and K + P never rises in a fall with no input
-  (test/test_passive_physics.py).
+  example-robot-data blows up, and in a fall with no input K + P rises by no more than
+  integration error (test/test_passive_physics.py).
 - Without damping, friction or a limit reached, step 2 is the identity, so the undamped
   accuracy is RK4's: over 10 s of free fall at dt = 1 ms, max |E - E0| of 1e-3 J on the
   default arm (kinetic energy up to 125 J) and 4e-7 J on the seeds' 2R arm. Semi-implicit
@@ -28,7 +28,7 @@ undone: the state goes back to the last finite one, at rest, and `step` says so.
 import numpy as np
 
 from . import kernels
-from .dynamics import forward_dynamics, mass_matrix, model_arrays
+from .dynamics import mass_matrix, model_arrays
 
 INTEGRATORS = ("rk4", "semi_implicit_euler")
 DEFAULT_DT = 1e-3  # s
@@ -81,10 +81,6 @@ class Simulation:
         self.lower = np.where(limited, lower, -np.inf)
         self.upper = np.where(limited, upper, np.inf)
         self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
-
-    def acceleration(self, q, qd, tau):
-        """q'' (n,) of the smooth dynamics under tau (no damping or friction: see step)."""
-        return forward_dynamics(self.chain, q, qd, tau)
 
     def step(self, tau):
         """Advance one dt with joint torques tau (n,), saturated to the effort limits.

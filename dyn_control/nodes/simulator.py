@@ -120,7 +120,8 @@ class DynamicsSimulator(Node):
         self._pace = None  # (wall s, sim s) where the real-time factor is measured from
         self.sim = Simulation(chain, q0, dt, limits, integrator)
         self.state_msg = messages.JointStateWriter(chain.joint_names)
-        self.sim.acceleration(q0, np.zeros(n), np.zeros(n))  # load the kernels before the loop
+        # load (or on a first run compile) the step's kernel now, not in the first step
+        Simulation(chain, q0, dt, limits, integrator).step(np.zeros(n))
         self.command = np.zeros(n)
         self.get_logger().info(
             f"{n} joints {chain.joint_names}, dt {dt} s, {integrator}, publishing every "
