@@ -69,6 +69,10 @@ class Simulation:
         self.dt = float(dt)
         self.integrator = integrator
         self.q = np.array(q0, dtype=float)
+        if self.q.shape != (chain.n,) or not np.all(np.isfinite(self.q)):
+            raise ValueError(f"q0 must be {chain.n} finite values, got {self.q.tolist()}")
+        if not (np.isfinite(self.dt) and self.dt > 0):
+            raise ValueError(f"dt must be > 0 s, got {dt}")
         self.qd = np.zeros(chain.n)
         self.tau = np.zeros(chain.n)  # applied, after saturation
         self.t = 0.0

@@ -186,6 +186,13 @@ def test_position_limits_stop_the_joint(two_link):
     assert sim.q[0] == pytest.approx(-0.2, abs=1e-6) and sim.qd[0] >= 0
 
 
+def test_bad_start_is_refused_not_integrated(two_link):
+    # a NaN start would make every step a blow-up; say so at once instead
+    for q0, dt in (([0.5, np.nan], 1e-3), ([0.5], 1e-3), ([0.5, -1.0], 0.0)):
+        with pytest.raises(ValueError, match="q0|dt"):
+            Simulation(two_link, q0, dt)
+
+
 def test_hold_brakes_the_arm(two_link):
     sim = Simulation(two_link, [0.5, -1.0], 1e-3)
     for _ in range(100):
