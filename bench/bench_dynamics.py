@@ -5,7 +5,8 @@
 For the seeds' 2R arm, the UR5, the Panda (to panda_hand, fingers lumped) and random serial
 chains of n = 2 ... 64 joints, times inverse_dynamics, mass_matrix, bias_forces and
 forward_dynamics against pin.rnea, pin.crba, pin.nonLinearEffects and pin.aba, prints the table
-with ratios, fits the growth exponent k in t = a + b n^k over the random chains, measures the
+with ratios, times inverse_dynamics on 1000 states in one call against a Python loop over
+pin.rnea, fits the growth exponent k in t = a + b n^k over the random chains, measures the
 one-time start-up cost (numba compilation, then loading the cache) in fresh processes, and
 checks the targets on the 7-joint arm. Figures are medians over repeats of best-of loops.
 """
@@ -98,6 +99,31 @@ def measure(name, source, kwargs, quick):
             "ratio": {a: ours[a] / theirs[b] for a, b in zip(OURS, THEIRS)}}
 
 
+def batched(quick, N=1000):
+    """Per-sample us of inverse_dynamics on N (n,) states in one (N, n) call (Panda), against a
+    Python loop over pin.rnea on the same states."""
+    path = ROBOTS / "panda_description/urdf/panda.urdf"
+    chain = load_chain(path, tip_link="panda_hand")
+    ref = PinReference(path, chain)
+    model, data = ref.reduced, ref.reduced_data
+    rng = np.random.default_rng(1)
+    q, qd, qdd = rng.uniform(-1, 1, (3, N, chain.n))
+    states = [(ref.q_of(model, a), ref.v_of(model, b), ref.v_of(model, c))
+              for a, b, c in zip(q, qd, qdd)]
+
+    def loop():
+        for s in states:
+            pin.rnea(model, data, *s)
+
+    budget = 0.05 if quick else 0.3
+    ours = per_call_us(lambda: inverse_dynamics(chain, q, qd, qdd), repeat=5, budget=budget) / N
+    theirs = per_call_us(loop, repeat=5, budget=budget) / N
+    np.testing.assert_allclose(inverse_dynamics(chain, q, qd, qdd)[-1], ref.rnea(q[-1], qd[-1], qdd[-1]),
+                               atol=1e-8)
+    return {"N": N, "n": chain.n, "ours_us_per_sample": ours, "pin_loop_us_per_sample": theirs,
+            "speedup": theirs / ours}
+
+
 def startup_cost():
     """Seconds from a fresh interpreter to the first results: compiling, then from the cache."""
     code = ("import time; t0 = time.perf_counter(); import numpy as np; "
@@ -151,6 +177,12 @@ def main():
         for fn, f in fits.items():
             print(f"  {fn:17} k = {f['k']:.2f}   a = {f['a_us']:.2f} us   b = {f['b_us']:.4f} us")
 
+    batch = batched(args.quick)
+    print(f"\nbatched inverse_dynamics, N = {batch['N']} states of the panda ({batch['n']} joints): "
+          f"{batch['ours_us_per_sample']:.2f} us per sample against "
+          f"{batch['pin_loop_us_per_sample']:.2f} us for a Python loop over pin.rnea "
+          f"({batch['speedup']:.1f}x)")
+
     startup = startup_cost()
     print("\nstart-up (fresh process): " + "; ".join(
         f"{k}: import {v['import_s']:.2f} s + first calls {v['first_calls_s']:.2f} s"
@@ -165,6 +197,8 @@ def main():
         ("7-joint arm (panda): (mass_matrix + bias_forces) / (pin.crba + pin.nle) <= 10",
          ratio_mb, ratio_mb <= 10),
     ]
+    targets.append(("batched inverse_dynamics at N = 1000: >= 5x a Python loop over pin.rnea",
+                    batch["speedup"], batch["speedup"] >= 5))
     if fits:
         k_id, k_m = fits["inverse_dynamics"]["k"], fits["mass_matrix"]["k"]
         targets += [("inverse_dynamics grows linearly (k ~ 1)", k_id, 0.7 <= k_id <= 1.3),
@@ -175,7 +209,7 @@ def main():
 
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup,
+    out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup, "batched": batch,
                                "targets": [{"target": t, "value": v, "met": bool(ok)}
                                            for t, v, ok in targets]}, indent=2))
     print(f"\nwrote {out}")

@@ -1,7 +1,9 @@
 """Rigid-body dynamics of a serial `Chain`: tau = M(q) qdd + C(q, qd) qd + g(q).
 
 All functions take the chain and arrays of shape (n,) in joint order (`chain.joint_names`):
-q in rad or m, qd in rad/s or m/s, qdd in rad/s^2 or m/s^2, tau in N m or N. Gravity, when
+q in rad or m, qd in rad/s or m/s, qdd in rad/s^2 or m/s^2, tau in N m or N.
+inverse_dynamics, bias_forces and gravity_torques also take N states at once, as (N, n) arrays,
+and return (N, n) from one compiled loop (a trajectory's torques, say). Gravity, when
 given, is a (3,) vector in m/s^2 in the URDF root link's frame, as in `load_chain`.
 Every quantity comes from the recursive Newton-Euler pass in `kernels.rnea`.
 """
@@ -27,6 +29,13 @@ def _vector(chain, x, name):
     return x
 
 
+def _rows(chain, x, name, shape):
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
+    return x
+
+
 def _base_acceleration(chain, gravity):
     """Gravity enters Newton-Euler as an upward base acceleration a0 = -g (base frame)."""
     return chain.base_acceleration if gravity is None else -chain.gravity_in_base(gravity)
@@ -40,6 +49,11 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
+    if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
+        shape = (len(q), chain.n)
+        return kernels.inverse_dynamics_rows(
+            *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
+            _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f)
     return kernels.inverse_dynamics(
         *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
@@ -62,13 +76,13 @@ def mass_matrix_times_plus_bias(chain, q, qd, v):
 
 
 def bias_forces(chain, q, qd, gravity=None):
-    """C(q, qd) qd + g(q) = ID(q, qd, 0), (n,) N m or N."""
-    return inverse_dynamics(chain, q, qd, np.zeros(chain.n), gravity)
+    """C(q, qd) qd + g(q) = ID(q, qd, 0), (n,) or (N, n) N m or N."""
+    return inverse_dynamics(chain, q, qd, np.zeros(np.shape(q)), gravity)
 
 
 def gravity_torques(chain, q, gravity=None):
-    """g(q) = ID(q, 0, 0), (n,) N m or N: the torques that hold the arm still."""
-    zero = np.zeros(chain.n)
+    """g(q) = ID(q, 0, 0), (n,) or (N, n) N m or N: the torques that hold the arm still."""
+    zero = np.zeros(np.shape(q))
     return inverse_dynamics(chain, q, zero, zero, gravity)
 
 

@@ -96,18 +96,18 @@ def joint_poses(R0, p0, axis, jtype, q, R, p):
 
 
 @_jit
-def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau):
+def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, work):
     """One recursive Newton-Euler pass; writes tau (n,) N m or N.
 
+    work: (3, n, 3) scratch for the bodies' w, dw, dv between the two passes, allocated once
+    by the caller (an allocation per pass cost as much as the pass itself in a batch).
     a0: (3,) linear acceleration of the base (minus gravity), base frame.
     f_tip: (6,) wrench [force; moment about the tip frame origin] that the tip exerts on the
     environment, tip frame. Bodies: mass (n,), h = mass * com (n, 3), inertia_o (n, 3, 3) about
     the body frame origin.
     """
     n = qd.shape[0]
-    w_all = np.empty((n, 3))
-    dw_all = np.empty((n, 3))
-    dv_all = np.empty((n, 3))
+    w_all, dw_all, dv_all = work[0], work[1], work[2]
     w, dw, dv = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (a0[0], a0[1], a0[2])
     for i in range(n):  # forward: velocities and accelerations, base to tip
         a = _vec(axis, i)
@@ -147,7 +147,19 @@ def inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     tau = np.empty(n)
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau)
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, np.empty((3, n, 3)))
+    return tau
+
+
+@_jit
+def inverse_dynamics_rows(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
+    """inverse_dynamics for each row of q, qd, qdd (N, n) -> tau (N, n), in one compiled loop."""
+    N, n = q.shape
+    R, p, work = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((3, n, 3))
+    tau = np.empty((N, n))
+    for k in range(N):
+        joint_poses(R0, p0, axis, jtype, q[k], R, p)
+        rnea(R, p, axis, jtype, mass, h, inertia_o, qd[k], qdd[k], a0, f_tip, tau[k], work)
     return tau
 
 
@@ -157,10 +169,10 @@ def _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M):
     n = M.shape[0]
     zero_n, e = np.zeros(n), np.zeros(n)
     zero3, zero6 = np.zeros(3), np.zeros(6)
-    col = np.empty(n)
+    col, work = np.empty(n), np.empty((3, n, 3))
     for j in range(n):
         e[j] = 1.0
-        rnea(R, p, axis, jtype, mass, h, inertia_o, zero_n, e, zero3, zero6, col)
+        rnea(R, p, axis, jtype, mass, h, inertia_o, zero_n, e, zero3, zero6, col, work)
         e[j] = 0.0
         for i in range(n):
             M[i, j] = col[i]
@@ -215,7 +227,7 @@ def forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, a0, f_
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     bias = np.empty(n)
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias)
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias, np.empty((3, n, 3)))
     M = np.empty((n, n))
     _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
     return cholesky_solve(M, tau - bias)
@@ -267,7 +279,8 @@ def mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, 
     M = np.empty((n, n))
     _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
     tau = np.empty(n)
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau)
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
+         np.empty((3, n, 3)))
     for i in range(n):
         for j in range(n):
             tau[i] += M[i, j] * v[j]

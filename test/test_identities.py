@@ -149,7 +149,7 @@ def test_plain_python_kernels_equal_compiled(arm):
     R, p, tau = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty(n)
     kernels.joint_poses.py_func(arm.R0, arm.p0, arm.axis, arm.jtype, q, R, p)
     kernels.rnea.py_func(R, p, arm.axis, arm.jtype, arm.mass, arm.h, arm.inertia_origin,
-                         qd, qdd, a0, f, tau)
+                         qd, qdd, a0, f, tau, np.empty((3, n, 3)))
     _close(tau, compiled, 1e-13)
 
 
@@ -157,3 +157,21 @@ def test_shape_errors_name_the_argument():
     chain = load_chain(URDF_DIR / "two_link.urdf")
     with pytest.raises(ValueError, match=r"qd must have shape \(2,\)"):
         inverse_dynamics(chain, [0, 0], [0, 0, 0], [0, 0])
+
+
+def test_batched_dynamics_equal_row_by_row():
+    # (N, n) states in one call give exactly the rows of N single calls (identity, bit for bit)
+    chain = load_chain(URDF_DIR / "default_arm.urdf")
+    rng = np.random.default_rng(7)
+    q, qd, qdd = rng.uniform(-1.5, 1.5, (3, 50, chain.n))
+    rows = [(inverse_dynamics(chain, *x), bias_forces(chain, x[0], x[1]), gravity_torques(chain, x[0]))
+            for x in zip(q, qd, qdd)]
+    for batched, single in zip((inverse_dynamics(chain, q, qd, qdd), bias_forces(chain, q, qd),
+                                gravity_torques(chain, q)), zip(*rows)):
+        assert batched.shape == (50, chain.n)
+        np.testing.assert_array_equal(batched, np.array(single))
+    f = rng.normal(size=6)
+    np.testing.assert_array_equal(inverse_dynamics(chain, q[:3], qd[:3], qdd[:3], f_tip=f)[2],
+                                  inverse_dynamics(chain, q[2], qd[2], qdd[2], f_tip=f))
+    with pytest.raises(ValueError, match="qd must have shape"):
+        inverse_dynamics(chain, q, qd[:10], qdd)
