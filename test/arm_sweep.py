@@ -40,11 +40,11 @@ def finite_limits(chain):
     return limited, np.where(limited, chain.lower, -np.inf), np.where(limited, chain.upper, np.inf)
 
 
-def bent_pose(chain):
-    """30 % of the way through each joint's range, 0.5 rad on joints without limits."""
+def bent_pose(chain, unlimited=0.5):
+    """30 % of the way through each joint's range, `unlimited` (rad or m) on joints without."""
     limited, lower, upper = finite_limits(chain)
     return np.where(limited, np.where(limited, lower, 0) + 0.3 * np.where(limited, upper - lower, 0),
-                    0.5)
+                    unlimited)
 
 
 def quintic_move(chain, duration=2.0, seed=0):
@@ -53,9 +53,8 @@ def quintic_move(chain, duration=2.0, seed=0):
     A joint whose Coulomb friction is not below its effort limit cannot be driven: it stays.
     """
     n = chain.n
-    limited, lower, upper = finite_limits(chain)
-    q0 = np.where(limited, np.where(limited, lower, 0) + 0.3 * np.where(limited, upper - lower, 0),
-                  0.3)
+    _, lower, upper = finite_limits(chain)
+    q0 = bent_pose(chain, unlimited=0.3)
     room_up, room_down = upper - q0, q0 - lower
     step = np.random.default_rng(seed).uniform(0.2, 0.5, n)
     step = np.where(room_up >= room_down, np.minimum(step, 0.8 * room_up),

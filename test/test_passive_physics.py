@@ -15,6 +15,7 @@ from dyn_control import gravity_torques, kinetic_energy, load_chain, potential_e
 from dyn_control.examples import inertial, joint, link, robot
 from dyn_control.kernels import passive_velocity
 from dyn_control.simulation import Simulation
+from dyn_control.trajectory import Trajectory
 
 ARMS = arm_paths()
 
@@ -207,7 +208,6 @@ def test_friction_compensation_gets_a_sticking_joint_to_the_target():
     chain = load_arm(rel)
     q_d = bent_pose(chain)
     zero = np.zeros(chain.n)
-    from dyn_control.trajectory import Trajectory
     hold = Trajectory(0.0, (q_d, zero, zero), [0.0], [q_d])
     errors, _ = synchronous_loop(chain, computed_torque(chain), q_d - 0.01, hold, 2.0)
     assert np.abs(errors[-1]).max() < 2e-4

@@ -63,7 +63,6 @@ class DynamicsSimulator(Node):
 
         self.sim = None
         self.command = None
-        self._lock = threading.Lock()
         self._answered = threading.Event()  # a command arrived since the last published state
         self._running = True
         self._thread = None
@@ -218,19 +217,18 @@ class DynamicsSimulator(Node):
                 self._wait_for_answer()
             self._check_command_timeout()
             published = False
-            with self._lock:
-                if self.braked:
-                    self.sim.hold()
-                else:
-                    self._step()
-                if self.sim.steps % self.publish_every == 0:
-                    published = True
-                    try:
-                        self._publish()
-                    except Exception:  # noqa: BLE001 - rclpy raises RCLError once shut down
-                        if rclpy.ok():
-                            raise
-                        break  # the context went down under us (Ctrl-C): stop quietly
+            if self.braked:
+                self.sim.hold()
+            else:
+                self._step()
+            if self.sim.steps % self.publish_every == 0:
+                published = True
+                try:
+                    self._publish()
+                except Exception:  # noqa: BLE001 - rclpy raises RCLError once shut down
+                    if rclpy.ok():
+                        raise
+                    break  # the context went down under us (Ctrl-C): stop quietly
             if self.real_time_factor > 0:
                 next_wall += self.sim.dt / self.real_time_factor
                 delay = next_wall - time.monotonic()
