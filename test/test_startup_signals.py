@@ -50,3 +50,48 @@ def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, aft
     assert READY[name] not in log, "the node had finished start-up: the test proves nothing"
     assert code == 0 and took < 2.0, (code, took, log)
     assert "Traceback" not in log
+
+
+STUCK_NODE = """
+import sys, time
+from rclpy.node import Node
+from dyn_control.nodes.common import run
+
+class Stuck(Node):
+    NODE_NAME = "stuck"
+    fatal = None
+
+    def __init__(self):
+        super().__init__(self.NODE_NAME)
+        self.create_timer(0.05, self.tick)
+
+    def tick(self):
+        print("in a callback that takes 60 s", flush=True)
+        time.sleep(60)
+
+    def shutdown(self):
+        pass
+
+sys.exit(run(Stuck))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_node_stuck_in_a_callback_still_ends_within_2_s_with_code_0(sig, tmp_path):
+    # the spin never returns to check the stop flag: the signal's grace period ends it
+    import sys
+    node = processes.NodeProcess("stuck", log_dir=tmp_path, domain_id=79,
+                                 argv=[sys.executable, "-c", STUCK_NODE])
+    try:
+        deadline = time.monotonic() + 30
+        while "in a callback" not in node.log():
+            assert node.running() and time.monotonic() < deadline, node.log()
+            time.sleep(0.05)
+        node.proc.send_signal(sig)
+        sent = time.monotonic()
+        code = node.proc.wait(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        node.stop()
+    assert code == 0 and 1.0 < took < 2.0, (code, took, node.log())
+    assert "did not stop within" in node.log()

@@ -129,6 +129,22 @@ def make_executor(node):
     raise StartupError(f"parameter executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
 
 
+STOP_GRACE = 1.5  # s from a signal to the end of the process, whatever the node is doing
+
+
+def _end_after_grace(name, wakeup, stopped):
+    """Python runs signal handlers in the main thread only, between bytecodes: a main thread
+    stuck in C (a spin that does not return, seen once in a dozen `ros2 launch` stops under
+    load) or in a long callback never sees SIGINT or SIGTERM, and launch escalates to SIGKILL.
+    The signal's number also arrives on `wakeup` (signal.set_wakeup_fd): allow the orderly
+    stop STOP_GRACE s, then end the process with code 0."""
+    os.read(wakeup, 1)
+    if not stopped.wait(STOP_GRACE):
+        print(f"[{name}] did not stop within {STOP_GRACE} s of the signal: exiting",
+              file=sys.stderr, flush=True)
+        os._exit(0)
+
+
 def run(node_class, args=None):
     """rclpy.init, build the node, spin until Ctrl-C; exit 1 with one line on StartupError.
 
@@ -151,6 +167,12 @@ def run(node_class, args=None):
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
+    wakeup, notify = os.pipe()
+    os.set_blocking(notify, False)
+    signal.set_wakeup_fd(notify)
+    stopped = threading.Event()
+    threading.Thread(target=_end_after_grace, args=(node_class.NODE_NAME, wakeup, stopped),
+                     daemon=True).start()
     node = None
     code = 0
     BUILDING.set()
@@ -177,4 +199,5 @@ def run(node_class, args=None):
             node.shutdown()
             node.destroy_node()
         rclpy.try_shutdown()
+        stopped.set()
     return code

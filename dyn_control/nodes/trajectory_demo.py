@@ -5,6 +5,7 @@ Waits for the first /joint_states (the trajectory is centred there) and for the 
 accelerations) with header.stamp = 0, "start now". See dyn_control.trajectory.sine_waypoints.
 """
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -39,7 +40,10 @@ class TrajectoryDemo(Node):
         # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
         self._state_sub = self.create_subscription(JointState, "/joint_states", self._on_state,
                                                    qos_profile_sensor_data)
-        self.create_timer(0.1, self._maybe_send)
+        # polling for readiness is no matter of simulated time: on the steady clock, and done
+        # with once the trajectory is out
+        self._poll = self.create_timer(0.1, self._maybe_send,
+                                       clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _on_state(self, msg):
         if self.start is not None:
@@ -65,6 +69,7 @@ class TrajectoryDemo(Node):
                 time_from_start=messages.to_duration(t)))
         self.pub.publish(msg)
         self.sent = True
+        self._poll.cancel()
         self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s")
 
     def shutdown(self):
