@@ -23,6 +23,14 @@ READY = {"computed_torque_controller": "7 joints", "dynamics_simulator": "7 join
          "trajectory_demo": "sent"}
 
 
+def _signal_and_wait(node, sig):
+    """Send sig; -> (exit code, seconds until the process ended)."""
+    node.proc.send_signal(sig)
+    sent = time.monotonic()
+    code = node.proc.wait(timeout=10)
+    return code, time.monotonic() - sent
+
+
 @pytest.mark.parametrize("name, sig, after", [
     ("computed_torque_controller", signal.SIGINT, 0.1),  # importing rclpy and numba
     ("computed_torque_controller", signal.SIGINT, 0.5),
@@ -40,10 +48,7 @@ def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, aft
     try:
         time.sleep(after)
         assert node.running(), node.log()
-        node.proc.send_signal(sig)
-        sent = time.monotonic()
-        code = node.proc.wait(timeout=10)
-        took = time.monotonic() - sent
+        code, took = _signal_and_wait(node, sig)
     finally:
         node.stop()
     log = node.log()
@@ -87,10 +92,7 @@ def test_a_node_stuck_in_a_callback_still_ends_within_2_s_with_code_0(sig, tmp_p
         while "in a callback" not in node.log():
             assert node.running() and time.monotonic() < deadline, node.log()
             time.sleep(0.05)
-        node.proc.send_signal(sig)
-        sent = time.monotonic()
-        code = node.proc.wait(timeout=10)
-        took = time.monotonic() - sent
+        code, took = _signal_and_wait(node, sig)
     finally:
         node.stop()
     assert code == 0 and 1.0 < took < 2.0, (code, took, node.log())
