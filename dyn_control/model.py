@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -28,6 +28,10 @@ _INERTIA_RTOL = 1e-6  # relative slack of the symmetry / PSD / triangle-inequali
 
 class URDFError(ValueError):
     """A URDF that cannot be turned into a chain; the message names the link or joint."""
+
+
+class PayloadError(ValueError):
+    """A payload that cannot be carried; the message names the parameter and the value."""
 
 
 class InertiaWarning(UserWarning):
@@ -79,7 +83,7 @@ class Chain:
     base_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
     tip_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # tip link in body n-1
     tip_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m, in body n-1
-    lumped_links: tuple = ()  # per body, the URDF links lumped into it
+    link_poses: tuple = ()  # per body, (link name, R (3, 3), p (3,)) of each URDF link in it
     findings: tuple = ()  # validity findings (warnings) for `inspect`
 
     def __post_init__(self):
@@ -100,6 +104,30 @@ class Chain:
     @property
     def n(self) -> int:
         return len(self.joints)
+
+    @property
+    def lumped_links(self) -> tuple:
+        """Per body, the names of the URDF links lumped into it."""
+        return tuple(tuple(name for name, _, _ in links) for links in self.link_poses)
+
+    def with_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=(0.0,) * 6, link=None):
+        """A new chain carrying a rigid payload fixed to `link` (default: the tip link).
+
+        mass: kg. com: (3,) m, the payload's centre of mass in `link`'s frame. inertia: (ixx,
+        iyy, izz, ixy, ixz, iyz) kg m^2 about that centre of mass, in `link`'s axes. The
+        payload is lumped into the body that carries `link`, as the loader lumps fixed links.
+        Mass 0 means no payload (com and inertia are then ignored): the result equals this
+        chain. This chain is unchanged. Raises PayloadError naming the bad value.
+        """
+        mass, com, inertia, link = check_payload(self, mass, com, inertia, link)
+        if mass == 0.0:
+            return replace(self)
+        body, R, p = next((b, R, p) for b, links in enumerate(self.link_poses)
+                          for name, R, p in links if name == link)
+        masses, coms, inertias = self.mass.copy(), self.com.copy(), self.inertia.copy()
+        masses[body], coms[body], inertias[body] = combine_bodies(
+            (masses[body], coms[body], inertias[body]), (mass, R @ com + p, R @ inertia @ R.T))
+        return replace(self, mass=masses, com=coms, inertia=inertias)
 
     @property
     def joint_names(self) -> list:
@@ -229,26 +257,72 @@ def _parse(text: str):
         core.on_error = saved
 
 
-def _check_inertia(link, mass, inertia):
-    """Return a list of problems with one link's inertial data (empty if valid)."""
+def _check_inertia(what, mass, inertia):
+    """Return a list of problems with one body's inertial data (empty if valid); `what` names
+    the body in the messages ("link 'x'")."""
     problems = []
     if not np.isfinite(mass) or not np.all(np.isfinite(inertia)):
-        return [f"link '{link}': non-finite mass or inertia (mass={mass}, inertia={inertia.tolist()})"]
+        return [f"{what}: non-finite mass or inertia (mass={mass}, inertia={inertia.tolist()})"]
     if mass < 0:
-        problems.append(f"link '{link}': negative mass {mass:g} kg")
+        problems.append(f"{what}: negative mass {mass:g} kg")
     scale = max(np.abs(inertia).max(), 1e-12)
     if np.abs(inertia - inertia.T).max() > _INERTIA_RTOL * scale:
-        problems.append(f"link '{link}': inertia tensor not symmetric: {inertia.tolist()}")
+        problems.append(f"{what}: inertia tensor not symmetric: {inertia.tolist()}")
     eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     if eig[0] < -_INERTIA_RTOL * scale:
         problems.append(
-            f"link '{link}': inertia tensor not positive semi-definite, "
+            f"{what}: inertia tensor not positive semi-definite, "
             f"principal moments {np.round(eig, 12).tolist()}")
     elif eig[0] + eig[1] < eig[2] - _INERTIA_RTOL * scale:
         problems.append(
-            f"link '{link}': principal moments {np.round(eig, 12).tolist()} break the triangle "
+            f"{what}: principal moments {np.round(eig, 12).tolist()} break the triangle "
             f"inequality I1 + I2 >= I3 ({eig[0] + eig[1]:.6g} < {eig[2]:.6g})")
     return problems
+
+
+def combine_bodies(a, b):
+    """Two rigid bodies (mass kg, com (3,) m, inertia (3, 3) about the com), both in one frame
+    -> the one rigid body they make, in that frame (parallel-axis theorem)."""
+    (m1, c1, I1), (m2, c2, I2) = a, b
+    mass = m1 + m2
+    com = (m1 * c1 + m2 * c2) / mass if mass > 0 else np.zeros(3)
+    inertia = I1 + I2
+    for m, c in ((m1, c1), (m2, c2)):
+        d = c - com
+        inertia = inertia + m * (d @ d * np.eye(3) - np.outer(d, d))
+    return mass, com, 0.5 * (inertia + inertia.T)
+
+
+def inertia_matrix(ixx, iyy, izz, ixy, ixz, iyz):
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+
+
+def check_payload(chain, mass, com, inertia, link):
+    """Validated (mass, com (3,), inertia (3, 3), link name) of a payload for `chain`;
+    PayloadError naming the parameter (payload_mass, _com, _inertia, _link) and value."""
+    try:
+        mass = float(mass)
+        com = np.array(com, dtype=float).reshape(-1)
+        values = np.array(inertia, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise PayloadError(f"payload values must be numbers: {err}") from err
+    if not (np.isfinite(mass) and mass >= 0):
+        raise PayloadError(f"payload_mass must be finite and >= 0 kg, got {mass}")
+    if com.shape != (3,) or not np.all(np.isfinite(com)):
+        raise PayloadError(f"payload_com must be 3 finite values (m), got {com.tolist()}")
+    if values.shape != (6,):
+        raise PayloadError("payload_inertia must be 6 values (ixx, iyy, izz, ixy, ixz, iyz), "
+                           f"got {values.tolist()}")
+    inertia = inertia_matrix(*values)
+    problems = _check_inertia("payload_inertia", mass, inertia)
+    if problems:
+        raise PayloadError(problems[0])
+    link = chain.tip_link if link is None or link == "" else link
+    if link not in {name for links in chain.link_poses for name, _, _ in links}:
+        raise PayloadError(
+            f"payload_link '{link}' is not a link the chain moves (links: "
+            f"{', '.join(name for links in chain.lumped_links for name in links)})")
+    return mass, com, inertia, link
 
 
 def _link_inertial(link):
@@ -260,8 +334,7 @@ def _link_inertial(link):
     inertia = np.zeros((3, 3))
     i = inertial.inertia
     if i is not None:
-        ixx, ixy, ixz, iyy, iyz, izz = (float(v or 0.0) for v in (i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz))
-        inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        inertia = inertia_matrix(*(float(v or 0.0) for v in (i.ixx, i.iyy, i.izz, i.ixy, i.ixz, i.iyz)))
     R, p = _finite_pose(inertial.origin, f"link '{link.name}' <inertial>")
     return mass, p, R @ inertia @ R.T
 
@@ -435,24 +508,20 @@ def _joint_info(j):
 
 
 def _lump(tree, start, stop, problems):
-    """Rigidly lump the subtree of link `start` (not crossing joint `stop`) -> inertia in its frame."""
-    mass, h, inertia_o, links = 0.0, np.zeros(3), np.zeros((3, 3)), []
+    """Rigidly lump the subtree of link `start` (not crossing joint `stop`) into one body in its
+    frame -> (mass, com, inertia about the com, ((link, R, p), ...) the links' poses in it)."""
+    body, links = (0.0, np.zeros(3), np.zeros((3, 3))), []
     todo = [(start, np.eye(3), np.zeros(3))]
     while todo:
         name, R, p = todo.pop()
-        links.append(name)
+        links.append((name, R, p))
         m, c, inertia = _link_inertial(tree.links[name])
-        problems.extend(_check_inertia(name, m, inertia))
-        c = R @ c + p
-        mass += m
-        h += m * c
-        inertia_o += R @ inertia @ R.T + m * (c @ c * np.eye(3) - np.outer(c, c))
+        problems.extend(_check_inertia(f"link '{name}'", m, inertia))
+        body = combine_bodies(body, (m, R @ c + p, R @ inertia @ R.T))
         for j in tree.child_joints[name]:
             if j.name != stop:  # off-chain joints are taken at their zero position
                 todo.append((j.child, *_compose((R, p), _finite_pose(j.origin, f"joint '{j.name}'"))))
-    com = h / mass if mass > 0 else np.zeros(3)
-    inertia_com = inertia_o - mass * (com @ com * np.eye(3) - np.outer(com, com))
-    return mass, com, 0.5 * (inertia_com + inertia_com.T), links
+    return (*body, tuple(links))
 
 
 def load_chain(source, root_link=None, tip_link=None, joints=None,
@@ -491,7 +560,7 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         masses.append(m)
         coms.append(c)
         inertias.append(inertia)
-        lumped.append(tuple(links))
+        lumped.append(links)
     problems = list(dict.fromkeys(problems))
     if problems and strict:
         raise URDFError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
@@ -512,4 +581,4 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         mass=np.array(masses), com=np.array(coms), inertia=np.array(inertias),
         gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
         tip_rotation=pose[0], tip_offset=pose[1],
-        lumped_links=tuple(lumped), findings=tuple(problems))
+        link_poses=tuple(lumped), findings=tuple(problems))

@@ -289,7 +289,7 @@ def test_asymmetric_tensor_is_named():
     # tensors built otherwise and is tested on its own.
     from dyn_control.model import _check_inertia
     tensor = np.array([[0.02, 0.001, 0], [0.0, 0.02, 0], [0, 0, 0.02]])
-    assert any("not symmetric" in p and "'l9'" in p for p in _check_inertia("l9", 1.0, tensor))
+    assert any("not symmetric" in p and "'l9'" in p for p in _check_inertia("link 'l9'", 1.0, tensor))
     assert _check_inertia("l9", 1.0, np.diag([0.02, 0.02, 0.02])) == []
 
 
