@@ -1,14 +1,19 @@
 """Control laws and their parameters. One compiled kernel (kernels.control_law) runs them.
 
-e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints). The modes:
+e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints), and ie the
+integral of e over time, each joint's clamped to +-integral_limit (rad s). The modes:
 
-- computed_torque: tau = M(q) (qdd_d + Kd ed + Kp e) + C(q, qd) qd + g(q); the error obeys
-  e'' + Kd e' + Kp e = 0 whatever the arm, critically damped for Kd = 2 sqrt(Kp).
-- feedforward:     tau = ID(q_d, qd_d, qdd_d) + Kp e + Kd ed
-- gravity_pd:      tau = g(q) + Kp e + Kd ed (the usual baseline)
+- computed_torque: tau = M(q) v + C(q, qd) qd + g(q), v = qdd_d + Kd ed + Kp e + Ki ie. With
+  the right model and Ki = 0 (default) the error obeys e'' + Kd e' + Kp e = 0 whatever the arm,
+  critically damped for Kd = 2 sqrt(Kp). A load the model lacks (a payload, a wrong inertia)
+  acts as an acceleration error; with Ki > 0 the integral learns it and e returns to zero:
+  e''' + Kd e'' + Kp e' + Ki e = 0, all three poles at -w for Kp = 3 w^2, Kd = 3 w, Ki = w^3.
+- feedforward:     tau = ID(q_d, qd_d, qdd_d) + Kp e + Kd ed + Ki ie
+- gravity_pd:      tau = g(q) + Kp e + Kd ed + Ki ie (the usual baseline)
 
-Kp (1/s^2) and Kd (1/s) multiply M in computed_torque; in the other modes the same numbers act
-as N m/rad and N m s/rad (N/m, N s/m for prismatic joints).
+Kp (1/s^2), Kd (1/s) and Ki (1/s^3) multiply M in computed_torque; in the other modes the same
+numbers act as N m/rad, N m s/rad and N m/(rad s) (N/m ... for prismatic joints). The integral
+is kept across trajectories (it estimates the unmodelled load) and cleared where Ki is 0.
 
 friction_compensation adds the URDF's joint damping B and Coulomb friction F:
 - damping, computed_torque: B (qd + T v), v = qdd_d + Kd ed + Kp e, T the control period. A
@@ -25,7 +30,7 @@ friction_compensation adds the URDF's joint damping B and Coulomb friction F:
 import numpy as np
 
 from . import kernels
-from .dynamics import model_arrays
+from .dynamics import inverse_dynamics, model_arrays
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
 _MODE_CODES = {"computed_torque": kernels.COMPUTED_TORQUE, "feedforward": kernels.FEEDFORWARD,
@@ -33,6 +38,9 @@ _MODE_CODES = {"computed_torque": kernels.COMPUTED_TORQUE, "feedforward": kernel
 DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
 DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
 DEFAULT_PERIOD = 1e-3  # s, the control period the damping compensation assumes (1 kHz)
+# rad s. Ki * integral_limit bounds the acceleration the integral can ask for: 800 rad/s^2 at
+# w = 20 rad/s (Ki = 8000), far above a payload's few tens, yet bounded when a joint is blocked.
+DEFAULT_INTEGRAL_LIMIT = 0.1
 
 
 def gain_vector(value, n, name):
@@ -59,19 +67,26 @@ def check_mode(mode):
 class ControlLaw:
     """A control law with its parameters packed once for the compiled kernel.
 
-    kp, kd: (n,) gains; limits: (n,) effort saturation (default none); friction_compensation
-    adds the chain's damping and friction (see the module docstring) with friction_deadband
-    (rad) and period (s). Calling it with the state and the desired state, each (n,), returns
-    (tau, e, ed): the torques and the errors they answer.
+    kp, kd: (n,) gains; ki, integral_limit: (n,) integral gain and clamp (default: off);
+    limits: (n,) effort saturation (default none); friction_compensation adds the chain's
+    damping and friction (see the module docstring) with friction_deadband (rad) and period (s).
+    integral: (n,) the integral of e to start from (a law rebuilt with new gains or a new model
+    passes the old one's `integral` on). Calling it with the state and the desired state, each
+    (n,), and dt (s since the last call: the integral's step) returns (tau, e, ed): the torques
+    and the errors they answer.
     """
 
     def __init__(self, chain, mode, kp, kd, limits=None, friction_compensation=False,
-                 friction_deadband=DEFAULT_FRICTION_DEADBAND, period=DEFAULT_PERIOD):
+                 friction_deadband=DEFAULT_FRICTION_DEADBAND, period=DEFAULT_PERIOD, ki=0.0,
+                 integral_limit=DEFAULT_INTEGRAL_LIMIT, integral=None):
         self.chain = chain
         self.mode = _MODE_CODES[check_mode(mode)]
         n = chain.n
-        self.params = np.zeros((8, n))
+        self.params = np.zeros((10, n))
         self.params[kernels.KP], self.params[kernels.KD] = kp, kd
+        self.params[kernels.KI], self.params[kernels.INTEGRAL_LIMIT] = ki, integral_limit
+        self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
+        self.integral[self.params[kernels.KI] == 0] = 0.0  # ki set to 0 resets its integral
         self.params[kernels.WRAP] = chain.continuous
         if friction_compensation:
             self.params[kernels.DAMPING] = chain.damping
@@ -81,8 +96,9 @@ class ControlLaw:
         self.params[kernels.LIMIT] = np.inf if limits is None else limits
         self.constants = (*model_arrays(chain), chain.base_acceleration, self.mode, self.params)
 
-    def __call__(self, q, qd, q_d, qd_d, qdd_d):
-        return kernels.control_law(*self.constants, *map(_floats, (q, qd, q_d, qd_d, qdd_d)))
+    def __call__(self, q, qd, q_d, qd_d, qdd_d, dt=0.0):
+        return kernels.control_law(*self.constants, *map(_floats, (q, qd, q_d, qd_d, qdd_d)),
+                                   self.integral, float(dt))
 
 
 def _floats(x):
@@ -122,3 +138,34 @@ def limit_rate(tau, previous, max_rate, dt):
         return tau
     step = max_rate * max(dt, 0.0)
     return previous + np.clip(tau - previous, -step, step)
+
+
+CHECK_STEP = 0.01  # s between the samples of a trajectory check (and every waypoint)
+
+
+def trajectory_violation(chain, trajectory, limits, step=CHECK_STEP):
+    """The first place a trajectory asks more than the arm has, as one line; None if nowhere.
+
+    Samples every `step` s and every waypoint; at each, the torque the desired motion needs,
+    ID(q_d, qd_d, qdd_d) (batched inverse dynamics of `chain`, payload included) plus the
+    joint's damping and Coulomb friction at qd_d, against `limits` (n,) N m or N, and |qd_d|
+    against the URDF velocity limits. Joints in chain order.
+    """
+    t = trajectory.check_times(step)
+    q, qd, qdd = trajectory.sample_many(t)
+    tau = inverse_dynamics(chain, q, qd, qdd) + chain.damping * qd + chain.friction * np.sign(qd)
+    found = []
+    for name, value, limit, unit in (("torque", tau, limits, "N m"),
+                                     ("velocity", qd, chain.velocity_limits, "rad/s")):
+        over = np.abs(value) > limit
+        if over.any():
+            k, i = np.unravel_index(np.argmax(over), over.shape)  # first sample, then joint
+            found.append((t[k], i, name, value[k, i], limit[i], unit))
+    if not found:
+        return None
+    time, i, name, value, limit, unit = min(found, key=lambda f: f[0])
+    joint = chain.joints[i]
+    if joint.type == "prismatic":
+        unit = {"N m": "N", "rad/s": "m/s"}[unit]
+    return (f"joint '{joint.name}' needs {name} {value:.4g} {unit} at t = "
+            f"{time - trajectory.start_time:.3f} s from the trajectory's start, limit {limit:.4g} {unit}")

@@ -288,16 +288,20 @@ def mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, 
 
 
 COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = 0, 1, 2
-KP, KD, WRAP, DAMPING, PERIOD, FRICTION, BAND, LIMIT = range(8)  # rows of the law's parameters
+# rows of the law's parameters
+KP, KD, KI, INTEGRAL_LIMIT, WRAP, DAMPING, PERIOD, FRICTION, BAND, LIMIT = range(10)
 
 
 @_jit
-def control_law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, params, q, qd, q_d, qd_d, qdd_d):
+def control_law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, params, q, qd, q_d, qd_d, qdd_d,
+                integral, dt):
     """One control step -> (tau, e, ed), each (n,). See dyn_control.control for the laws.
 
-    params: (8, n) rows KP, KD, WRAP (1: continuous joint, error wrapped to [-pi, pi)),
-    DAMPING and FRICTION to compensate (zeros: none), PERIOD (the control period, s), BAND
-    (the friction deadband, rad), LIMIT (effort saturation, may be inf).
+    params: (10, n) rows KP, KD, KI, INTEGRAL_LIMIT (the clamp on the integral, rad s), WRAP
+    (1: continuous joint, error wrapped to [-pi, pi)), DAMPING and FRICTION to compensate
+    (zeros: none), PERIOD (the control period, s), BAND (the friction deadband, rad), LIMIT
+    (effort saturation, may be inf). integral (n,): the integral of e, updated in place by
+    e dt (and cleared where KI is 0).
     """
     n = q.shape[0]
     e, ed, v = np.empty(n), np.empty(n), np.empty(n)
@@ -307,7 +311,12 @@ def control_law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, params, q, qd
             err = (err + math.pi) % (2 * math.pi) - math.pi
         e[i] = err
         ed[i] = qd_d[i] - qd[i]
-        v[i] = qdd_d[i] + params[KD, i] * ed[i] + params[KP, i] * err
+        if params[KI, i] > 0:
+            bound = params[INTEGRAL_LIMIT, i]
+            integral[i] = min(max(integral[i] + err * dt, -bound), bound)
+        else:
+            integral[i] = 0.0
+        v[i] = qdd_d[i] + params[KD, i] * ed[i] + params[KP, i] * err + params[KI, i] * integral[i]
     zero6 = np.zeros(6)
     if mode == COMPUTED_TORQUE:
         tau = mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, v, a0)
@@ -318,7 +327,7 @@ def control_law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, params, q, qd
             zero = np.zeros(n)
             tau = inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, zero, zero, a0, zero6)
         for i in range(n):
-            tau[i] += params[KP, i] * e[i] + params[KD, i] * ed[i]
+            tau[i] += params[KP, i] * e[i] + params[KD, i] * ed[i] + params[KI, i] * integral[i]
     for i in range(n):
         if mode == COMPUTED_TORQUE:  # damping over one control period, taken implicitly
             tau[i] += params[DAMPING, i] * (qd[i] + params[PERIOD, i] * v[i])

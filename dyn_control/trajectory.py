@@ -35,12 +35,18 @@ def _segment(p0, v0, a0, p1, v1, a1, T, kind):
     return c
 
 
+_D1, _D2 = np.arange(1.0, 6.0), np.array([2.0, 6.0, 12.0, 20.0])  # d/ds and d2/ds2 of s^k
+
+
+def _powers(s):
+    """s^k (k = 0..5) and their first and second derivatives, for s a scalar or (N,) array."""
+    powers = np.asarray(s, dtype=float)[..., None] ** np.arange(6)
+    return powers, _D1 * powers[..., :5], _D2 * powers[..., :4]
+
+
 def _evaluate(c, s):
-    powers = s ** np.arange(6)
-    q = powers @ c
-    qd = (np.arange(1, 6) * powers[:5]) @ c[1:]
-    qdd = (np.array([2.0, 6.0, 12.0, 20.0]) * powers[:4]) @ c[2:]
-    return q, qd, qdd
+    p, p1, p2 = _powers(s)
+    return p @ c, p1 @ c[1:], p2 @ c[2:]
 
 
 class Trajectory:
@@ -74,10 +80,10 @@ class Trajectory:
             self.knots = np.concatenate([[0.0], times])
             segments_from = [(p0, v0, a0)] + [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
             segments_to = [(positions[i], vel[i], acc[i]) for i in range(k)]
-        self.coeffs = [
+        self.coeffs = np.array([
             _segment(*a, *b, T, self.kind)
             for a, b, T in zip(segments_from, segments_to, np.diff(self.knots))
-        ]
+        ]).reshape(-1, 6, n)
         # held before start_time (a start in the future) and after the end
         self.waiting, self.final, self.zero = p0.copy(), positions[-1].copy(), np.zeros(n)
 
@@ -100,6 +106,29 @@ class Trajectory:
             return self.final, self.zero, self.zero
         i = int(np.searchsorted(self.knots, s, side="right")) - 1
         return _evaluate(self.coeffs[i], s - self.knots[i])
+
+    def sample_many(self, t):
+        """Desired (q, qd, qdd), each (N, n), at the times t (N,) s, without a Python loop."""
+        s = np.asarray(t, dtype=float) - self.start_time
+        i = np.clip(np.searchsorted(self.knots, s, side="right") - 1, 0, max(len(self.coeffs) - 1, 0))
+        out = [np.empty((s.size, self.final.size)) for _ in range(3)]
+        moving = (s >= 0.0) & (s < self.knots[-1])
+        if len(self.coeffs):
+            c = self.coeffs[i[moving]]
+            p, p1, p2 = _powers(s[moving] - self.knots[i[moving]])
+            out[0][moving] = np.einsum("sk,skj->sj", p, c)
+            out[1][moving] = np.einsum("sk,skj->sj", p1, c[:, 1:])
+            out[2][moving] = np.einsum("sk,skj->sj", p2, c[:, 2:])
+        out[0][s < 0.0], out[0][s >= self.knots[-1]] = self.waiting, self.final
+        for x in out[1:]:
+            x[~moving] = 0.0
+        return tuple(out)
+
+    def check_times(self, step=0.01):
+        """Times (s) at which to check the trajectory: every `step` from start to end, every
+        waypoint, and the end."""
+        grid = self.start_time + np.arange(0.0, self.knots[-1], step)
+        return np.unique(np.concatenate([grid, self.start_time + self.knots, [self.end_time]]))
 
 
 def _smoothstep(t, ramp):

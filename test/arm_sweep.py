@@ -71,7 +71,7 @@ def synchronous_loop(chain, law, q0, trajectory, seconds, dt=1e-3):
     sim = Simulation(chain, q0, dt, effort_limits(chain))
     errors = []
     for _ in range(int(round(seconds / dt))):
-        tau, e, _ = law(sim.q, sim.qd, *trajectory.sample(sim.t))
+        tau, e, _ = law(sim.q, sim.qd, *trajectory.sample(sim.t), dt)
         errors.append(e.copy())
         sim.step(tau)
     return np.array(errors), sim

@@ -96,3 +96,101 @@ def test_invalid_payload_is_refused_with_the_parameter_and_value(kwargs, match):
     chain = _panda()
     with pytest.raises(PayloadError, match=match):
         chain.with_payload(**kwargs)
+
+
+# ---------------------------------------------------------------- closed loop, in one process
+# The issue's case: the default arm at 1 kHz, a 1.5 kg payload 0.1 m beyond the tip link that
+# the simulated arm carries, the demo's sines (0.3 Hz base) for 10 s about a bent pose (so the
+# payload loads the arm at rest too), then 2 s of holding. Synchronous, as the nodes run.
+
+DT, MOVE, SECONDS = 1e-3, 10.0, 12.0
+BENT = np.array([0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0])
+
+
+@pytest.fixture(scope="module")
+def loop():
+    from dyn_control.control import ControlLaw, effort_limits
+    from dyn_control.simulation import Simulation
+    from dyn_control.trajectory import Trajectory, sine_waypoints
+
+    from conftest import URDF_DIR
+    chain = load_chain(URDF_DIR / "default_arm.urdf")
+    heavy = chain.with_payload(1.5, (0.0, 0.0, 0.1))
+    zero = np.zeros(chain.n)
+    times, q, qd, qdd = sine_waypoints(BENT, chain.lower, chain.upper, MOVE, frequency=0.3)
+    trajectory = Trajectory(0.0, (BENT, zero, zero), times, q, qd, qdd)
+    limits = effort_limits(chain)
+
+    def law(model, w=None, ki=0.0, integral=None):
+        kp, kd = (400.0, 40.0) if w is None else (3 * w**2, 3 * w)  # the README's tuning rule
+        return ControlLaw(model, "computed_torque", np.full(chain.n, kp), np.full(chain.n, kd),
+                          limits, True, ki=np.full(chain.n, ki), integral=integral)
+
+    def run(law_at):
+        """law_at(t, previous law) -> the law for this tick. Errors (k, n) and torques."""
+        sim = Simulation(heavy, BENT, DT, limits)
+        errors, torques, current = [], [], None
+        for _ in range(int(round(SECONDS / DT))):
+            current = law_at(sim.t, current)
+            tau, e, _ = current(sim.q, sim.qd, *trajectory.sample(sim.t), DT)
+            errors.append(e.copy())
+            torques.append(tau.copy())
+            sim.step(tau)
+        return np.array(errors), np.array(torques)
+
+    return chain, heavy, law, run
+
+
+def _rms(errors, since=0.0):
+    move = errors[int(round(since / DT)):int(round(MOVE / DT))]
+    return np.sqrt(np.mean(move**2, axis=0)).max()
+
+
+def test_unknown_payload_degrades_tracking_and_declaring_it_restores_it(loop):
+    chain, heavy, law, run = loop
+    matched = law(heavy)
+    e_matched, _ = run(lambda t, current: matched)
+    unknown = law(chain)
+    e_unknown, _ = run(lambda t, current: unknown)
+    # declared at run time, 0.5 s into the move, as `ros2 param set` does: the law is rebuilt
+    # on the model with the payload and keeps its integral
+    declared = law(heavy)
+    e_declared, _ = run(lambda t, current: unknown if t < 0.5 else declared)
+    # Reference: the matched model. Unknown: two orders of magnitude worse (measured 6.0e-2 vs
+    # 1.5e-4 rad), and the arm sags at rest (6e-2 rad 1 s after the end).
+    assert _rms(e_unknown) > 100 * _rms(e_matched)
+    assert np.abs(e_unknown[11000]).max() > 1e-2
+    # Declared: within 2x of the matched model over the rest of the move (measured equal)
+    assert _rms(e_declared, since=1.0) < 2 * _rms(e_matched, since=1.0)
+
+
+def test_integral_action_learns_the_unknown_payload(loop):
+    chain, heavy, law, run = loop
+    w = 40.0  # rad/s: all three poles at -w (kp 4800, kd 120, ki 64000)
+    integral = law(chain, w, ki=w**3)
+    e_integral, _ = run(lambda t, current: integral)
+    e_plain, _ = run(lambda t, current, plain=law(chain, w): plain)
+    # issue's bounds: RMS < 2e-3 rad during the move (measured 8.4e-4), < 1e-4 rad 1 s after
+    # the end (measured 2e-13); the same gains without ki leave 4.9e-3 rad RMS and 4.8e-3 at rest
+    assert _rms(e_integral) < 2e-3
+    assert np.abs(e_integral[int(round((MOVE + 1.0) / DT))]).max() < 1e-4
+    assert np.abs(e_plain[int(round((MOVE + 1.0) / DT))]).max() > 1e-3  # ki is what removed it
+    assert np.all(np.abs(integral.integral) <= 0.1)  # within the default integral_limit
+
+
+def test_integral_is_clamped_and_cleared_when_ki_goes_to_zero(loop):
+    chain, _, law, _ = loop
+    from dyn_control.control import ControlLaw
+    n = chain.n
+    held = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0), ki=np.full(n, 8000.0),
+                      integral_limit=np.full(n, 0.01))
+    q = BENT.copy()
+    for _ in range(1000):  # a joint blocked 0.1 rad off target for 1 s: 0.1 rad s unclamped
+        held(q, np.zeros(n), q + 0.1, np.zeros(n), np.zeros(n), DT)
+    np.testing.assert_allclose(held.integral, 0.01)  # the anti-windup clamp
+    kept = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0),
+                      ki=np.full(n, 8000.0), integral=held.integral)
+    np.testing.assert_array_equal(kept.integral, held.integral)  # a rebuilt law keeps it
+    off = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0),
+                     ki=np.where(np.arange(n) == 2, 0.0, 8000.0), integral=held.integral)
+    assert off.integral[2] == 0.0 and np.all(np.delete(off.integral, 2) == 0.01)  # ki 0: reset

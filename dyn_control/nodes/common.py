@@ -44,6 +44,29 @@ def declare_model_parameters(node):
         description="QoS of /joint_states and the effort commands: reliable or best_effort"))
 
 
+PAYLOAD_PARAMETERS = ("payload_mass", "payload_com", "payload_inertia", "payload_link")
+
+
+def declare_payload_parameters(node):
+    """A rigid payload on the arm (Chain.with_payload), settable at run time."""
+    node.declare_parameter("payload_mass", 0.0, ParameterDescriptor(
+        dynamic_typing=True, description="kg; 0: none"))
+    node.declare_parameter("payload_com", [0.0, 0.0, 0.0], ParameterDescriptor(
+        dynamic_typing=True, description="m, centre of mass in payload_link's frame"))
+    node.declare_parameter("payload_inertia", [0.0] * 6, ParameterDescriptor(
+        dynamic_typing=True,
+        description="kg m^2 about the centre of mass: ixx, iyy, izz, ixy, ixz, iyz"))
+    node.declare_parameter("payload_link", "", ParameterDescriptor(
+        description="the link that carries the payload; empty: the tip link"))
+
+
+def payload_chain(chain, value):
+    """chain.with_payload from the payload parameters, read by value(name); PayloadError (a
+    ValueError) names the bad one."""
+    return chain.with_payload(value("payload_mass"), value("payload_com"),
+                              value("payload_inertia"), value("payload_link") or None)
+
+
 def unset(value):
     """An optional parameter left out (None) or given as an empty list."""
     return value is None or (isinstance(value, (list, tuple)) and len(value) == 0)

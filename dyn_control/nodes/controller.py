@@ -18,18 +18,19 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_KP, DEFAULT_PERIOD, ControlLaw,
-                       check_mode, critical_damping, effort_limits, gain_vector, limit_rate,
-                       saturate)
+from ..control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
+                       DEFAULT_PERIOD, ControlLaw, check_mode, critical_damping, effort_limits,
+                       gain_vector, limit_rate, saturate, trajectory_violation)
 from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
-                     reliability, run, unset)
+                     declare_payload_parameters, payload_chain, reliability, run, unset)
 
 _FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate",
           "qos_reliability")
 _TIMEOUT_ACTIONS = ("hold", "stop")
+_CHECKS = ("reject", "warn", "off")
 
 
 class ComputedTorqueController(Node):
@@ -44,6 +45,13 @@ class ComputedTorqueController(Node):
             description="computed_torque, feedforward or gravity_pd"))
         self.declare_parameter("kp", DEFAULT_KP, any_type)
         self.declare_parameter("kd", None, any_type)  # unset: 2 sqrt(kp), critically damped
+        self.declare_parameter("ki", 0.0, ParameterDescriptor(
+            dynamic_typing=True, description="1/s^3, integral gain (scalar or per joint); 0: off"))
+        self.declare_parameter("integral_limit", DEFAULT_INTEGRAL_LIMIT, ParameterDescriptor(
+            dynamic_typing=True, description="rad s, clamp on each joint's error integral"))
+        declare_payload_parameters(self)
+        self.declare_parameter("trajectory_check", "reject", ParameterDescriptor(
+            description="reject, warn or off: a trajectory beyond the effort or velocity limits"))
         self.declare_parameter("effort_limits", None, any_type)  # unset: the URDF limits
         self.declare_parameter("friction_compensation", True)
         self.declare_parameter("friction_deadband", DEFAULT_FRICTION_DEADBAND, ParameterDescriptor(
@@ -59,9 +67,12 @@ class ComputedTorqueController(Node):
         self.declare_parameter("max_effort_rate", 0.0, ParameterDescriptor(
             description="N m/s, bound on the change between commands; 0: off"))
 
-        self.chain = None
+        self.chain = None  # from the URDF
+        self.model = None  # the chain with the payload: what the law and the checks use
+        self.law = None
         self.trajectory = None
         self.state = None  # (t, q, qd) of the last good joint state
+        self.tick_time = None  # time (s, state clock) of the last tick: the integral's step
         self.command = None  # last published effort, chain order
         self.command_time = None  # its time (s, state clock)
         self.last_state_seen = None  # when the last good state came, on the watchdog's clock
@@ -120,6 +131,7 @@ class ComputedTorqueController(Node):
         for mode in ("computed_torque", "feedforward", "gravity_pd"):
             ControlLaw(chain, mode, self.kp, self.kd)(zero, zero, zero, zero, zero)
         gravity_torques(chain, zero)
+        trajectory_violation(chain, Trajectory.hold(0.0, zero), self.limits)
         self.get_logger().info(
             f"{chain.n} joints {self.names} from '{chain.root_link}' to '{chain.tip_link}', "
             f"mode {self.mode}")
@@ -130,42 +142,54 @@ class ComputedTorqueController(Node):
         return out
 
     def _settings(self, changes):
-        """Validated settings (see _apply) from the parameters updated by `changes`;
+        """Validated settings (a dict, see _apply) from the parameters updated by `changes`;
         ValueError naming the parameter and value otherwise."""
         def value(name):
             return changes[name] if name in changes else self.get_parameter(name).value
 
+        def per_joint(name):
+            return self._in_chain_order(gain_vector(value(name), n, name))
+
         n = self.chain.n
-        mode = check_mode(value("mode"))
-        kp = self._in_chain_order(gain_vector(value("kp"), n, "kp"))
-        kd_value = value("kd")
-        kd = (critical_damping(kp) if kd_value is None
-              else self._in_chain_order(gain_vector(kd_value, n, "kd")))
+        kp = per_joint("kp")
         override = value("effort_limits")
-        limits = effort_limits(self.chain, () if unset(override) else self._in_chain_order(
-            gain_vector(override, n, "effort_limits")))
-        timeout, action, max_rate = (value("state_timeout"), value("on_state_timeout"),
-                                     value("max_effort_rate"))
+        settings = dict(
+            mode=check_mode(value("mode")), kp=kp,
+            kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
+            ki=per_joint("ki"), integral_limit=per_joint("integral_limit"),
+            limits=effort_limits(self.chain, () if unset(override) else per_joint("effort_limits")),
+            friction_compensation=bool(value("friction_compensation")),
+            state_timeout=value("state_timeout"), on_state_timeout=value("on_state_timeout"),
+            max_effort_rate=value("max_effort_rate"), friction_deadband=value("friction_deadband"),
+            control_period=value("control_period"), trajectory_check=value("trajectory_check"),
+            model=payload_chain(self.chain, value))
+        timeout, max_rate = settings["state_timeout"], settings["max_effort_rate"]
+        deadband, period = settings["friction_deadband"], settings["control_period"]
         if not (np.isfinite(timeout) and timeout > 0):
             raise ValueError(f"state_timeout must be > 0 s, got {timeout}")
-        if action not in _TIMEOUT_ACTIONS:
-            raise ValueError(f"on_state_timeout must be hold or stop, got {action!r}")
+        if settings["on_state_timeout"] not in _TIMEOUT_ACTIONS:
+            raise ValueError(f"on_state_timeout must be hold or stop, got {settings['on_state_timeout']!r}")
+        if settings["trajectory_check"] not in _CHECKS:
+            raise ValueError(f"trajectory_check must be one of {', '.join(_CHECKS)}, "
+                             f"got {settings['trajectory_check']!r}")
         if not (np.isfinite(max_rate) and max_rate >= 0):
             raise ValueError(f"max_effort_rate must be >= 0 N m/s, got {max_rate}")
-        deadband, period = value("friction_deadband"), value("control_period")
         if not (np.isfinite(deadband) and deadband > 0):
             raise ValueError(f"friction_deadband must be > 0 rad, got {deadband}")
         if not (np.isfinite(period) and 0 < period <= 1):
             raise ValueError(f"control_period must be in (0, 1] s, got {period}")
-        return (mode, kp, kd, limits, bool(value("friction_compensation")), timeout, action,
-                max_rate, deadband, period)
+        return settings
 
     def _apply(self, settings):
-        (self.mode, self.kp, self.kd, self.limits, self.friction_compensation,
-         self.state_timeout, self.on_state_timeout, self.max_effort_rate, deadband,
-         period) = settings
-        self.law = ControlLaw(self.chain, self.mode, self.kp, self.kd, self.limits,
-                              self.friction_compensation, deadband, period)
+        """Take validated settings; the law is rebuilt and keeps the error integral (the
+        estimate of the unmodelled load) from the previous one."""
+        for name in ("mode", "kp", "kd", "limits", "friction_compensation", "state_timeout",
+                     "on_state_timeout", "max_effort_rate", "trajectory_check", "model"):
+            setattr(self, name, settings[name])
+        self.law = ControlLaw(
+            self.model, self.mode, self.kp, self.kd, self.limits, self.friction_compensation,
+            settings["friction_deadband"], settings["control_period"], settings["ki"],
+            settings["integral_limit"], None if self.law is None else self.law.integral)
 
     def _on_set_parameters(self, params):
         changes = {p.name: p.value for p in params}
@@ -191,7 +215,10 @@ class ComputedTorqueController(Node):
         if self.trajectory is None:
             self.trajectory = Trajectory.hold(t, q)
         desired = self.trajectory.sample(t)
-        tau, e, ed = self.law(q, qd, *desired)
+        # the integral's step: the time since the last tick, at most state_timeout (a gap)
+        dt = 0.0 if self.tick_time is None else min(max(t - self.tick_time, 0.0), self.state_timeout)
+        self.tick_time = t
+        tau, e, ed = self.law(q, qd, *desired, dt)
         return tau, desired, (e, ed)
 
     def _tick(self):
@@ -234,7 +261,7 @@ class ComputedTorqueController(Node):
                    if self.on_state_timeout == "hold" else "effort commands stopped"))
         if self.on_state_timeout == "hold":
             q = self.state[1]
-            tau = saturate(gravity_torques(self.chain, q), self.limits)
+            tau = saturate(gravity_torques(self.model, q), self.limits)
             self._send(self.command_time + self.watchdog_period, tau)
 
     def compute_report(self):
@@ -284,10 +311,18 @@ class ComputedTorqueController(Node):
         current = (self.trajectory.sample(t) if self.trajectory is not None
                    else (q, np.zeros(self.chain.n), np.zeros(self.chain.n)))
         try:
-            self.trajectory = messages.read_trajectory(msg, self.chain, t, current)
+            trajectory = messages.read_trajectory(msg, self.chain, t, current)
         except messages.BadMessage as err:
             self.get_logger().error(f"trajectory refused: {err}")
             return
+        if self.trajectory_check != "off":
+            problem = trajectory_violation(self.model, trajectory, self.limits)
+            if problem and self.trajectory_check == "reject":
+                self.get_logger().error(f"trajectory refused: {problem}; the running one goes on")
+                return
+            if problem:
+                self.get_logger().warning(f"trajectory beyond the arm's limits: {problem}")
+        self.trajectory = trajectory
         self.get_logger().info(
             f"new {self.trajectory.kind} trajectory: {len(msg.points)} points, "
             f"{self.trajectory.end_time - t:.3f} s")

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -32,7 +32,8 @@ from std_msgs.msg import Float64MultiArray
 from ..control import effort_limits, gain_vector
 from ..simulation import INTEGRATORS, Simulation, default_initial_positions
 from . import messages
-from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
+from .common import (PAYLOAD_PARAMETERS, StartupError, build_chain, configure_from_model,
+                     declare_model_parameters, declare_payload_parameters, payload_chain,
                      reliability, run, unset)
 
 
@@ -60,6 +61,7 @@ class DynamicsSimulator(Node):
         self.declare_parameter("effort_limits", None, optional)
         self.declare_parameter("command_timeout", 0.2, ParameterDescriptor(
             description="s without a command before the effort drops to zero; 0: never"))
+        declare_payload_parameters(self)  # a load the arm carries, known to the controller or not
 
         self.sim = None
         self.command = None
@@ -71,12 +73,17 @@ class DynamicsSimulator(Node):
         configure_from_model(self)
         self.create_subscription(Float64MultiArray, "/effort_controller/commands",
                                  self._on_command, reliability(self))
+        self.add_on_set_parameters_callback(self._on_set_parameters)
 
     def _param(self, name):
         return self.get_parameter(name).value
 
     def configure(self, source):
-        chain, order = build_chain(self, source)
+        urdf_chain, order = build_chain(self, source)
+        try:
+            chain = payload_chain(urdf_chain, self._param)
+        except ValueError as err:
+            raise StartupError(f"parameter {err}") from err
         n = chain.n
         dt, rate, rtf = self._param("dt"), self._param("publish_rate"), self._param("real_time_factor")
         timeout, sync_timeout = self._param("command_timeout"), self._param("sync_timeout")
@@ -117,6 +124,7 @@ class DynamicsSimulator(Node):
         self.missed = 0  # of those, states after which no new command had arrived in time
         self._next_report = 5.0
         self._pace = None  # (wall s, sim s) where the real-time factor is measured from
+        self.urdf_chain = urdf_chain
         self.sim = Simulation(chain, q0, dt, limits, integrator)
         self.state_msg = messages.JointStateWriter(chain.joint_names)
         # load (or on a first run compile) the step's kernel now, not in the first step
@@ -129,6 +137,20 @@ class DynamicsSimulator(Node):
         self._publish()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def _on_set_parameters(self, params):
+        """The payload changes at run time (the next step carries it); it is the only setting
+        that does."""
+        changes = {p.name: p.value for p in params}
+        if self.sim is None or not changes.keys() & set(PAYLOAD_PARAMETERS):
+            return SetParametersResult(successful=True)
+        try:
+            chain = payload_chain(self.urdf_chain, lambda name: changes.get(name, self._param(name)))
+        except ValueError as err:
+            return SetParametersResult(successful=False, reason=str(err))
+        self.sim.chain = chain
+        self.get_logger().info(f"payload {changes}")
+        return SetParametersResult(successful=True)
 
     def _on_command(self, msg):
         if self.sim is None:
