@@ -6,7 +6,8 @@ For the seeds' 2R arm, the UR5, the Panda (to panda_hand, fingers lumped) and ra
 chains of n = 2 ... 64 joints, times inverse_dynamics, mass_matrix, bias_forces and
 forward_dynamics against pin.rnea, pin.crba, pin.nonLinearEffects and pin.aba, prints the table
 with ratios, times inverse_dynamics on 1000 states in one call against a Python loop over
-pin.rnea, fits the growth exponent k in t = a + b n^k over the random chains, measures the
+pin.rnea (and on one thread), times the controller's trajectory check of a 10 s trajectory,
+fits the growth exponent k in t = a + b n^k over the random chains, measures the
 one-time start-up cost (numba compilation, then loading the cache) in fresh processes, and
 checks the targets on the 7-joint arm. Figures are medians over repeats of best-of loops.
 """
@@ -26,6 +27,10 @@ import pinocchio as pin
 from scipy.optimize import curve_fit
 
 from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
+from dyn_control import kernels
+from dyn_control.control import effort_limits, trajectory_violation
+from dyn_control.trajectory import Trajectory, sine_waypoints
+from dyn_control.dynamics import model_arrays
 from dyn_control.examples import random_chain_urdf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
@@ -117,11 +122,27 @@ def batched(quick, N=1000):
 
     budget = 0.05 if quick else 0.3
     ours = per_call_us(lambda: inverse_dynamics(chain, q, qd, qdd), repeat=5, budget=budget) / N
+    args = (*model_arrays(chain), q, qd, qdd, chain.base_acceleration, np.zeros(6))
+    one_thread = per_call_us(lambda: kernels.inverse_dynamics_rows(*args, 1), repeat=5,
+                             budget=budget) / N
     theirs = per_call_us(loop, repeat=5, budget=budget) / N
     np.testing.assert_allclose(inverse_dynamics(chain, q, qd, qdd)[-1], ref.rnea(q[-1], qd[-1], qdd[-1]),
                                atol=1e-8)
-    return {"N": N, "n": chain.n, "ours_us_per_sample": ours, "pin_loop_us_per_sample": theirs,
-            "speedup": theirs / ours}
+    return {"N": N, "n": chain.n, "threads": kernels.row_blocks(N), "ours_us_per_sample": ours,
+            "one_thread_us_per_sample": one_thread, "pin_loop_us_per_sample": theirs,
+            "speedup": theirs / ours, "one_thread_speedup": theirs / one_thread}
+
+
+def trajectory_check(quick):
+    """ms to check a 10 s trajectory of the 7-joint default arm (every 10 ms and every
+    waypoint of the demo's 50 Hz sines), as the controller does at acceptance."""
+    chain = load_chain(PACKAGE / "urdf" / "default_arm.urdf")
+    q0, zero = np.array([0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0]), np.zeros(chain.n)
+    trajectory = Trajectory(0.0, (q0, zero, zero), *sine_waypoints(q0, chain.lower, chain.upper))
+    limits = effort_limits(chain)
+    ms = per_call_us(lambda: trajectory_violation(chain, trajectory, limits), repeat=5,
+                     budget=0.05 if quick else 0.3) / 1e3
+    return {"samples": len(trajectory.check_times()), "ms": ms}
 
 
 def startup_cost():
@@ -181,7 +202,11 @@ def main():
     print(f"\nbatched inverse_dynamics, N = {batch['N']} states of the panda ({batch['n']} joints): "
           f"{batch['ours_us_per_sample']:.2f} us per sample against "
           f"{batch['pin_loop_us_per_sample']:.2f} us for a Python loop over pin.rnea "
-          f"({batch['speedup']:.1f}x)")
+          f"({batch['speedup']:.1f}x, on {batch['threads']} threads; on one thread "
+          f"{batch['one_thread_us_per_sample']:.2f} us, {batch['one_thread_speedup']:.1f}x)")
+    check = trajectory_check(args.quick)
+    print(f"trajectory check of a 10 s trajectory of the default arm ({check['samples']} samples):"
+          f" {check['ms']:.2f} ms")
 
     startup = startup_cost()
     print("\nstart-up (fresh process): " + "; ".join(
@@ -199,6 +224,8 @@ def main():
     ]
     targets.append(("batched inverse_dynamics at N = 1000: >= 5x a Python loop over pin.rnea",
                     batch["speedup"], batch["speedup"] >= 5))
+    targets.append(("trajectory check, 10 s of a 7-joint arm: < 5 ms", check["ms"],
+                    check["ms"] < 5))
     if fits:
         k_id, k_m = fits["inverse_dynamics"]["k"], fits["mass_matrix"]["k"]
         targets += [("inverse_dynamics grows linearly (k ~ 1)", k_id, 0.7 <= k_id <= 1.3),
@@ -210,6 +237,7 @@ def main():
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup, "batched": batch,
+                               "trajectory_check": check,
                                "targets": [{"target": t, "value": v, "met": bool(ok)}
                                            for t, v, ok in targets]}, indent=2))
     print(f"\nwrote {out}")

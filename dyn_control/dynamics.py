@@ -53,7 +53,8 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
         shape = (len(q), chain.n)
         return kernels.inverse_dynamics_rows(
             *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
-            _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f)
+            _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f,
+            kernels.row_blocks(shape[0]))
     return kernels.inverse_dynamics(
         *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 try:
-    from numba import njit
+    from numba import get_num_threads, njit, prange
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised through .py_func in the tests
     HAVE_NUMBA = False
@@ -26,6 +26,11 @@ except ImportError:  # pragma: no cover - exercised through .py_func in the test
             func.py_func = func
             return func
         return wrap
+
+    prange = range
+
+    def get_num_threads():
+        return 1
 
 REVOLUTE, PRISMATIC = 0, 1
 _jit = njit(cache=True, fastmath=False, nogil=True)
@@ -151,15 +156,27 @@ def inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_
     return tau
 
 
-@_jit
-def inverse_dynamics_rows(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
-    """inverse_dynamics for each row of q, qd, qdd (N, n) -> tau (N, n), in one compiled loop."""
+def row_blocks(N):
+    """Blocks to split N rows in: one per thread (numba's, as many as cores), or one below 64
+    rows, where a second thread costs more than it saves."""
+    return get_num_threads() if N >= 64 else 1
+
+
+@njit(cache=True, fastmath=False, nogil=True, parallel=True)
+def inverse_dynamics_rows(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip, blocks):
+    """inverse_dynamics for each row of q, qd, qdd (N, n) -> tau (N, n), in one compiled loop.
+
+    The rows are split in `blocks` blocks (row_blocks), run by numba's threads, each with its
+    own scratch arrays; a row's numbers do not depend on the split.
+    """
     N, n = q.shape
-    R, p, work = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((3, n, 3))
     tau = np.empty((N, n))
-    for k in range(N):
-        joint_poses(R0, p0, axis, jtype, q[k], R, p)
-        rnea(R, p, axis, jtype, mass, h, inertia_o, qd[k], qdd[k], a0, f_tip, tau[k], work)
+    size = (N + blocks - 1) // blocks
+    for b in prange(blocks):
+        R, p, work = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((3, n, 3))
+        for k in range(b * size, min(N, (b + 1) * size)):
+            joint_poses(R0, p0, axis, jtype, q[k], R, p)
+            rnea(R, p, axis, jtype, mass, h, inertia_o, qd[k], qdd[k], a0, f_tip, tau[k], work)
     return tau
 
 

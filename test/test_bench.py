@@ -20,6 +20,7 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
     assert "targets:" in res.stdout and "start-up" in res.stdout
     data = json.loads(out.read_text())
     assert data["batched"]["N"] == 1000 and data["batched"]["ours_us_per_sample"] > 0
+    assert data["trajectory_check"]["samples"] > 1000 and data["trajectory_check"]["ms"] > 0
     panda = next(r for r in data["rows"] if r["arm"] == "panda")
     assert panda["n"] == 7 and set(panda["ratio"]) == {
         "inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"}

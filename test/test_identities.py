@@ -160,15 +160,16 @@ def test_shape_errors_name_the_argument():
 
 
 def test_batched_dynamics_equal_row_by_row():
-    # (N, n) states in one call give exactly the rows of N single calls (identity, bit for bit)
+    # (N, n) states in one call give exactly the rows of N single calls (identity, bit for bit);
+    # 101 rows: split over the threads (odd, so the blocks differ in size)
     chain = load_chain(URDF_DIR / "default_arm.urdf")
     rng = np.random.default_rng(7)
-    q, qd, qdd = rng.uniform(-1.5, 1.5, (3, 50, chain.n))
+    q, qd, qdd = rng.uniform(-1.5, 1.5, (3, 101, chain.n))
     rows = [(inverse_dynamics(chain, *x), bias_forces(chain, x[0], x[1]), gravity_torques(chain, x[0]))
             for x in zip(q, qd, qdd)]
     for batched, single in zip((inverse_dynamics(chain, q, qd, qdd), bias_forces(chain, q, qd),
                                 gravity_torques(chain, q)), zip(*rows)):
-        assert batched.shape == (50, chain.n)
+        assert batched.shape == (101, chain.n)
         np.testing.assert_array_equal(batched, np.array(single))
     f = rng.normal(size=6)
     np.testing.assert_array_equal(inverse_dynamics(chain, q[:3], qd[:3], qdd[:3], f_tip=f)[2],

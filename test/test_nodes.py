@@ -333,6 +333,7 @@ def test_default_initial_positions_use_the_limits_midpoint_when_zero_is_outside(
     ({"urdf_file": ARM, "joints": ["joint1", "wrist"]}, "'wrist'"),
     ({"urdf_file": ARM, "kp": -5.0}, "kp must be finite and >= 0"),
     ({"urdf_file": ARM, "mode": "turbo"}, "'turbo'"),
+    ({"urdf_file": ARM, "payload_link": "nope"}, "payload_link 'nope'"),
 ])
 def test_bad_configuration_stops_the_node_with_one_line(params, named):
     res = subprocess.run([executable("computed_torque_controller"), *ros_args(params=params)],
@@ -458,6 +459,7 @@ def test_bad_typed_or_ranged_parameters_stop_the_node_with_one_line(params, name
     ({"initial_positions": 0.5}, "initial_positions"),
     ({"effort_limits": "abc"}, "could not convert"),
     ({"dt": -1.0}, "dt"),
+    ({"payload_mass": -1.0}, "payload_mass"),
 ])
 def test_simulator_bad_configuration_stops_with_one_line(params, named):
     res = subprocess.run([executable("dynamics_simulator"),
@@ -528,3 +530,94 @@ def test_model_from_the_robot_description_topic():
             executor.shutdown()
             peer.destroy_node()
             node.destroy_node()
+
+
+# ------------------------------------------------------------------ the model is wrong (payload, integral, check)
+
+
+def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
+    from dyn_control import gravity_torques
+    node, effort, *_ = make_controller()
+    try:
+        node._on_joint_state(state_msg(1.0, NAMES, Q))  # at rest on target: tau = g(q)
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q), atol=1e-9)
+        assert node.set_parameters([Parameter("payload_mass", value=2),  # an integer works too
+                                    Parameter("payload_com", value=[0.0, 0.0, 0.1])])[0].successful
+        node._on_joint_state(state_msg(1.001, NAMES, Q))
+        # the next tick holds with the loaded model: reference, g(q) of with_payload (static)
+        heavy = node.chain.with_payload(2.0, (0.0, 0.0, 0.1))
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(heavy, Q), atol=1e-9)
+        model = node.model
+        for name, value, reason in (
+                ("payload_mass", -1.0, "payload_mass must be finite and >= 0 kg, got -1.0"),
+                ("payload_com", [0.0, float("nan"), 0.0], "payload_com must be 3 finite values"),
+                ("payload_inertia", [0.01, 0.01, 0.05, 0.0, 0.0, 0.0], "triangle inequality"),
+                ("payload_inertia", [0.01, 0.01, 0.01, 0.05, 0.0, 0.0], "not positive semi-definite"),
+                ("payload_link", "gripper", "payload_link 'gripper' is not a link the chain moves")):
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not result.successful and reason in result.reason, result.reason
+            assert node.model is model  # the old payload stays
+        assert node.set_parameters([Parameter("payload_mass", value=0.0)])[0].successful
+        np.testing.assert_array_equal(node.model.mass, node.chain.mass)  # mass 0: no payload
+    finally:
+        node.destroy_node()
+
+
+def test_simulator_payload_at_run_time_and_a_bad_one_is_refused():
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("payload_mass", value=1.5)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    try:
+        assert node.sim.chain.mass.sum() == pytest.approx(node.urdf_chain.mass.sum() + 1.5)
+        result = node.set_parameters([Parameter("payload_mass", value=-2.0)])[0]
+        assert not result.successful and "payload_mass must be finite and >= 0" in result.reason
+        assert node.sim.chain.mass.sum() == pytest.approx(node.urdf_chain.mass.sum() + 1.5)
+        assert node.set_parameters([Parameter("payload_mass", value=0.5)])[0].successful
+        assert node.sim.chain.mass.sum() == pytest.approx(node.urdf_chain.mass.sum() + 0.5)
+    finally:
+        node.shutdown()
+        node.destroy_node()
+
+
+def test_integral_is_kept_across_trajectories_and_reset_when_ki_goes_to_zero():
+    node, *_ = make_controller(ki=8000.0)
+    try:
+        node._on_joint_state(state_msg(1.0, NAMES, Q))  # holds Q
+        for k in range(1, 11):  # 10 ms 0.01 rad below target: the integral is e dt summed
+            node._on_joint_state(state_msg(1.0 + 0.001 * k, NAMES, Q - 0.01))
+        np.testing.assert_allclose(node.law.integral, 1e-4, rtol=1e-9)  # 0.01 rad x 10 ms
+        node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
+        assert node.set_parameters([Parameter("kp", value=300.0)])[0].successful  # law rebuilt
+        np.testing.assert_allclose(node.law.integral, 1e-4, rtol=1e-9)  # kept by both
+        assert node.set_parameters([Parameter("ki", value=0.0)])[0].successful
+        np.testing.assert_array_equal(node.law.integral, 0.0)
+        result = node.set_parameters([Parameter("integral_limit", value=-1.0)])[0]
+        assert not result.successful and "integral_limit must be finite and >= 0" in result.reason
+    finally:
+        node.destroy_node()
+
+
+def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_holding(capfd):
+    node, effort, *_ = make_controller()
+    try:
+        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        holding = node.trajectory
+        too_fast = Q + np.where(np.arange(7) == 1, 1.0, 0.0)  # joint2 by 1 rad in 0.2 s
+        node._on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
+        assert node.trajectory is holding
+        err = capfd.readouterr().err
+        assert "trajectory refused: joint 'joint2' needs torque" in err and "limit 176 N m" in err, err
+        node._on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
+        np.testing.assert_allclose(node.reference_msg.msg.position, Q, atol=1e-12)
+        feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
+        node._on_trajectory(feasible)
+        assert node.trajectory is not holding and node.trajectory.kind == "quintic"
+        assert node.set_parameters([Parameter("trajectory_check", value="warn")])[0].successful
+        running = node.trajectory
+        node._on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
+        assert node.trajectory is not running  # warn: accepted, and said
+        assert "trajectory beyond the arm's limits: joint" in capfd.readouterr().err
+        result = node.set_parameters([Parameter("trajectory_check", value="never")])[0]
+        assert not result.successful and "'never'" in result.reason
+    finally:
+        node.destroy_node()

@@ -194,3 +194,33 @@ def test_integral_is_clamped_and_cleared_when_ki_goes_to_zero(loop):
     off = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0),
                      ki=np.where(np.arange(n) == 2, 0.0, 8000.0), integral=held.integral)
     assert off.integral[2] == 0.0 and np.all(np.delete(off.integral, 2) == 0.01)  # ki 0: reset
+
+
+def test_trajectory_check_finds_the_first_sample_over_a_limit():
+    """Reference: the same samples checked one at a time with single inverse-dynamics calls."""
+    from conftest import URDF_DIR
+    from dyn_control.control import effort_limits, trajectory_violation
+    from dyn_control.trajectory import Trajectory, sine_waypoints
+    chain = load_chain(URDF_DIR / "default_arm.urdf").with_payload(1.5, (0.0, 0.0, 0.1))
+    zero = np.zeros(chain.n)
+    times, q, qd, qdd = sine_waypoints(BENT, chain.lower, chain.upper, MOVE, frequency=0.3)
+    trajectory = Trajectory(5.0, (BENT, zero, zero), times, q, qd, qdd)
+    limits = effort_limits(chain)
+    assert trajectory_violation(chain, trajectory, limits) is None  # the loop tests run it
+    low = 0.3 * limits
+    found = trajectory_violation(chain, trajectory, low)
+    for t in trajectory.check_times():
+        q_d, qd_d, qdd_d = trajectory.sample(t)
+        tau = (inverse_dynamics(chain, q_d, qd_d, qdd_d) + chain.damping * qd_d
+               + chain.friction * np.sign(qd_d))
+        over = np.flatnonzero(np.abs(tau) > low)
+        if over.size:
+            i = over[0]
+            break
+    expected = (f"joint '{chain.joint_names[i]}' needs torque {tau[i]:.4g} N m at t = "
+                f"{t - 5.0:.3f} s from the trajectory's start, limit {low[i]:.4g} N m")
+    assert found == expected
+    # the velocity limits are checked too: at 0.05 rad/s the same motion is over them
+    slow = dataclasses.replace(chain, joints=tuple(
+        dataclasses.replace(j, velocity=0.05) for j in chain.joints))
+    assert "needs velocity" in trajectory_violation(slow, trajectory, limits)

@@ -124,3 +124,30 @@ def test_kind_follows_what_the_points_carry(kind, vel, acc):
     p = np.ones((1, 2))
     traj = Trajectory(0.0, (ZERO2, ZERO2, ZERO2), [1.0], p, p if vel else None, p if acc else None)
     assert traj.kind == kind
+
+
+@pytest.mark.parametrize("kind", ["linear", "cubic", "quintic", "hold"])
+def test_sample_many_equals_sample_at_each_time(kind):
+    # reference: sample() one time at a time, to 1e-12 (the same polynomials, summed in
+    # another order); times before the start, on every knot and after the end
+    rng = np.random.default_rng(3)
+    if kind == "hold":
+        traj = Trajectory.hold(1.0, [0.2, -0.4])
+    else:
+        pos = rng.uniform(-1, 1, (4, 2))
+        vel = rng.uniform(-1, 1, (4, 2)) if kind != "linear" else None
+        acc = rng.uniform(-1, 1, (4, 2)) if kind == "quintic" else None
+        traj = Trajectory(1.0, ([0.1, 0.2], [0.3, 0.0], ZERO2), [0.5, 1.0, 1.7, 2.0], pos, vel, acc)
+    t = np.concatenate([[0.0, 0.99], traj.check_times(0.05), [3.5, 9.0]])
+    many = traj.sample_many(t)
+    for j, name in enumerate(("q", "qd", "qdd")):
+        one = np.array([traj.sample(s)[j] for s in t])
+        np.testing.assert_allclose(many[j], one, rtol=0, atol=EXACT, err_msg=name)
+
+
+def test_check_times_cover_the_grid_every_waypoint_and_the_end():
+    traj = Trajectory(2.0, (ZERO2, ZERO2, ZERO2), [0.123, 0.5], np.ones((2, 2)))
+    t = traj.check_times(0.1)
+    assert t[0] == 2.0 and t[-1] == traj.end_time == 2.5
+    assert {2.123, 2.5} <= set(np.round(t, 12)) and np.all(np.diff(t) > 0)
+    assert np.diff(t).max() <= 0.1 + 1e-12
