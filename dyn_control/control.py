@@ -149,14 +149,15 @@ def trajectory_violation(chain, trajectory, limits, step=CHECK_STEP):
     Samples every `step` s and every waypoint; at each, the torque the desired motion needs,
     ID(q_d, qd_d, qdd_d) (batched inverse dynamics of `chain`, payload included) plus the
     joint's damping and Coulomb friction at qd_d, against `limits` (n,) N m or N, and |qd_d|
-    against the URDF velocity limits. Joints in chain order.
+    against the URDF velocity limits (0 or less: none, as for effort). Joints in chain order.
     """
     t = trajectory.check_times(step)
     q, qd, qdd = trajectory.sample_many(t)
     tau = inverse_dynamics(chain, q, qd, qdd) + chain.damping * qd + chain.friction * np.sign(qd)
+    velocity_limits = np.where(chain.velocity_limits > 0, chain.velocity_limits, np.inf)
     found = []
     for name, value, limit, unit in (("torque", tau, limits, "N m"),
-                                     ("velocity", qd, chain.velocity_limits, "rad/s")):
+                                     ("velocity", qd, velocity_limits, "rad/s")):
         over = np.abs(value) > limit
         if over.any():
             k, i = np.unravel_index(np.argmax(over), over.shape)  # first sample, then joint

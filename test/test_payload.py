@@ -196,8 +196,30 @@ def test_integral_is_clamped_and_cleared_when_ki_goes_to_zero(loop):
     assert off.integral[2] == 0.0 and np.all(np.delete(off.integral, 2) == 0.01)  # ki 0: reset
 
 
+def _first_violation(chain, trajectory, limits):
+    """Reference for trajectory_violation: the samples one at a time, single inverse-dynamics
+    calls, torque then velocity at each; a limit of 0 or less is none."""
+    speed = np.where(chain.velocity_limits > 0, chain.velocity_limits, np.inf)
+    for t in trajectory.check_times():
+        q_d, qd_d, qdd_d = trajectory.sample(t)
+        tau = (inverse_dynamics(chain, q_d, qd_d, qdd_d) + chain.damping * qd_d
+               + chain.friction * np.sign(qd_d))
+        for name, value, limit in (("torque", tau, limits), ("velocity", qd_d, speed)):
+            over = np.flatnonzero(np.abs(value) > limit)
+            if over.size:
+                return t - trajectory.start_time, chain.joint_names[over[0]], name, limit[over[0]]
+    return None
+
+
+def _parsed(message):
+    """trajectory_violation's line -> (time, joint, quantity, limit)."""
+    import re
+    m = re.fullmatch(r"joint '(.+)' needs (torque|velocity) .+ at t = (\S+) s from the "
+                     r"trajectory's start, limit (\S+) .+", message)
+    return float(m[3]), m[1], m[2], float(m[4])
+
+
 def test_trajectory_check_finds_the_first_sample_over_a_limit():
-    """Reference: the same samples checked one at a time with single inverse-dynamics calls."""
     from conftest import URDF_DIR
     from dyn_control.control import effort_limits, trajectory_violation
     from dyn_control.trajectory import Trajectory, sine_waypoints
@@ -208,19 +230,31 @@ def test_trajectory_check_finds_the_first_sample_over_a_limit():
     limits = effort_limits(chain)
     assert trajectory_violation(chain, trajectory, limits) is None  # the loop tests run it
     low = 0.3 * limits
-    found = trajectory_violation(chain, trajectory, low)
-    for t in trajectory.check_times():
-        q_d, qd_d, qdd_d = trajectory.sample(t)
-        tau = (inverse_dynamics(chain, q_d, qd_d, qdd_d) + chain.damping * qd_d
-               + chain.friction * np.sign(qd_d))
-        over = np.flatnonzero(np.abs(tau) > low)
-        if over.size:
-            i = over[0]
-            break
-    expected = (f"joint '{chain.joint_names[i]}' needs torque {tau[i]:.4g} N m at t = "
-                f"{t - 5.0:.3f} s from the trajectory's start, limit {low[i]:.4g} N m")
-    assert found == expected
+    t, joint, name, limit = _parsed(trajectory_violation(chain, trajectory, low))
+    expected = _first_violation(chain, trajectory, low)
+    assert (joint, name) == expected[1:3] and t == pytest.approx(expected[0], abs=5e-4)
+    assert limit == pytest.approx(expected[3], rel=1e-3)
     # the velocity limits are checked too: at 0.05 rad/s the same motion is over them
     slow = dataclasses.replace(chain, joints=tuple(
         dataclasses.replace(j, velocity=0.05) for j in chain.joints))
     assert "needs velocity" in trajectory_violation(slow, trajectory, limits)
+
+
+@pytest.mark.parametrize("rel", arm_paths())
+def test_trajectory_check_agrees_with_the_reference_on_every_arm(rel):
+    """The demo's sines on each arm with its own limits: refused exactly where a sample is over
+    a limit (kinova: 0.6465 rad/s on j2s6s200_joint_3 against 0.628), else accepted; a URDF
+    velocity of 0 (the double pendulums) is no limit."""
+    from dyn_control.control import effort_limits, trajectory_violation
+    from dyn_control.simulation import default_initial_positions
+    from dyn_control.trajectory import Trajectory, sine_waypoints
+    chain = load_arm(rel)
+    q0, zero = default_initial_positions(chain), np.zeros(chain.n)
+    trajectory = Trajectory(0.0, (q0, zero, zero), *sine_waypoints(q0, chain.lower, chain.upper))
+    limits = effort_limits(chain)
+    found, expected = trajectory_violation(chain, trajectory, limits), _first_violation(
+        chain, trajectory, limits)
+    if expected is None:
+        assert found is None, found
+    else:
+        assert found is not None and _parsed(found)[1:3] == expected[1:3], (found, expected)
