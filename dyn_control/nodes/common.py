@@ -67,6 +67,14 @@ def payload_chain(chain, value):
                               value("payload_inertia"), value("payload_link") or None)
 
 
+def payload_summary(chain, value):
+    """One line for the log: the payload the parameters read by value(name) describe."""
+    com = ", ".join(f"{float(c):g}" for c in value("payload_com"))
+    inertia = ", ".join(f"{float(c):g}" for c in value("payload_inertia"))
+    return (f"payload {float(value('payload_mass')):g} kg on '{value('payload_link') or chain.tip_link}', "
+            f"com [{com}] m, inertia [{inertia}] kg m^2")
+
+
 def unset(value):
     """An optional parameter left out (None) or given as an empty list."""
     return value is None or (isinstance(value, (list, tuple)) and len(value) == 0)

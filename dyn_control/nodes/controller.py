@@ -24,8 +24,9 @@ from ..control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAUL
 from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
-from .common import (StartupError, build_chain, configure_from_model, declare_model_parameters,
-                     declare_payload_parameters, payload_chain, reliability, run, unset)
+from .common import (PAYLOAD_PARAMETERS, StartupError, build_chain, configure_from_model,
+                     declare_model_parameters, declare_payload_parameters, payload_chain,
+                     payload_summary, reliability, run, unset)
 
 _FIXED = ("robot_description", "urdf_file", "joints", "root_link", "tip_link", "rate",
           "qos_reliability")
@@ -134,7 +135,7 @@ class ComputedTorqueController(Node):
         trajectory_violation(chain, Trajectory.hold(0.0, zero), self.limits)
         self.get_logger().info(
             f"{chain.n} joints {self.names} from '{chain.root_link}' to '{chain.tip_link}', "
-            f"mode {self.mode}")
+            f"mode {self.mode}, {payload_summary(chain, lambda name: self.get_parameter(name).value)}")
 
     def _in_chain_order(self, values):
         out = np.empty_like(values)
@@ -204,6 +205,9 @@ class ComputedTorqueController(Node):
         except ValueError as err:
             return SetParametersResult(successful=False, reason=str(err))
         self._apply(settings)
+        if changes.keys() & set(PAYLOAD_PARAMETERS):
+            self.get_logger().info(payload_summary(
+                self.chain, lambda name: changes.get(name, self.get_parameter(name).value)))
         return SetParametersResult(successful=True)
 
     def compute_command(self, t, q, qd):

@@ -34,7 +34,7 @@ from ..simulation import INTEGRATORS, Simulation, default_initial_positions
 from . import messages
 from .common import (PAYLOAD_PARAMETERS, StartupError, build_chain, configure_from_model,
                      declare_model_parameters, declare_payload_parameters, payload_chain,
-                     reliability, run, unset)
+                     payload_summary, reliability, run, unset)
 
 
 class DynamicsSimulator(Node):
@@ -133,6 +133,7 @@ class DynamicsSimulator(Node):
         self.get_logger().info(
             f"{n} joints {chain.joint_names}, dt {dt} s, {integrator}, publishing every "
             f"{self.publish_every} steps, {'synchronous' if self.synchronous else 'free running'}, "
+            f"{payload_summary(urdf_chain, self._param)}, "
             + (f"real-time factor at most {rtf:g}" if rtf > 0 else "as fast as possible"))
         self._publish()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -144,12 +145,14 @@ class DynamicsSimulator(Node):
         changes = {p.name: p.value for p in params}
         if self.sim is None or not changes.keys() & set(PAYLOAD_PARAMETERS):
             return SetParametersResult(successful=True)
+        def value(name):
+            return changes.get(name, self._param(name))
         try:
-            chain = payload_chain(self.urdf_chain, lambda name: changes.get(name, self._param(name)))
+            chain = payload_chain(self.urdf_chain, value)
         except ValueError as err:
             return SetParametersResult(successful=False, reason=str(err))
         self.sim.chain = chain
-        self.get_logger().info(f"payload {changes}")
+        self.get_logger().info(payload_summary(chain, value))
         return SetParametersResult(successful=True)
 
     def _on_command(self, msg):
