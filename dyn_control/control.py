@@ -1,4 +1,4 @@
-"""Control laws and their parameters. One compiled kernel (kernels.control_law) runs them.
+"""Control laws and their parameters: the formulas below are `_law`, compiled by numba.
 
 e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints), and ie the
 integral of e over time, each joint's clamped to +-integral_limit (rad s). The modes:
@@ -27,14 +27,16 @@ friction_compensation adds the URDF's joint damping B and Coulomb friction F:
   offset left after 2 s); with the pull it ends within the deadband.
 """
 
+import math
+
 import numpy as np
 
 from . import kernels
 from .dynamics import inverse_dynamics, model_arrays
+from .kernels import jit
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
-_MODE_CODES = {"computed_torque": kernels.COMPUTED_TORQUE, "feedforward": kernels.FEEDFORWARD,
-               "gravity_pd": kernels.GRAVITY_PD}
+COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
 DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
 DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
 DEFAULT_PERIOD = 1e-3  # s, the control period the damping compensation assumes (1 kHz)
@@ -64,8 +66,58 @@ def check_mode(mode):
     return mode
 
 
+@jit
+def saturate(tau, limits):
+    """Clip tau (n,) to +-limits (n,) in place and return it; an infinite limit does not clip.
+    The one saturation of the package: the law's and the simulated motors'."""
+    for i in range(tau.shape[0]):
+        tau[i] = min(max(tau[i], -limits[i]), limits[i])
+    return tau
+
+
+@jit
+def _law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, kp, kd, ki, integral_limit, wrap,
+         damping, friction, deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
+    """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,
+    integral_limit, wrap (True: continuous joint, e wrapped to [-pi, pi)), damping and friction
+    to compensate (zeros: none), limits (saturation, may be inf). deadband (rad) and period (s)
+    are scalars. integral (n,) is updated in place by e dt, and cleared where ki is 0."""
+    n = q.shape[0]
+    e, ed, v = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        err = q_d[i] - q[i]
+        if wrap[i]:
+            err = (err + math.pi) % (2 * math.pi) - math.pi
+        e[i] = err
+        ed[i] = qd_d[i] - qd[i]
+        if ki[i] > 0:
+            integral[i] = min(max(integral[i] + err * dt, -integral_limit[i]), integral_limit[i])
+        else:
+            integral[i] = 0.0
+        v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
+    model = (R0, p0, axis, jtype, mass, h, inertia_o)
+    if mode == COMPUTED_TORQUE:
+        tau = kernels.mass_matrix_times_plus_bias(*model, q, qd, v, a0)
+        for i in range(n):  # the damping over one control period, taken implicitly
+            tau[i] += damping[i] * (qd[i] + period * v[i])
+    else:
+        zero6 = np.zeros(6)
+        if mode == FEEDFORWARD:
+            tau = kernels.inverse_dynamics(*model, q_d, qd_d, qdd_d, a0, zero6)
+        else:
+            zero = np.zeros(n)
+            tau = kernels.inverse_dynamics(*model, q, zero, zero, a0, zero6)
+        for i in range(n):
+            tau[i] += kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i] + damping[i] * qd_d[i]
+    for i in range(n):
+        if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
+            pull, band = kp[i] * e[i] + kd[i] * qd_d[i], kp[i] * deadband
+            tau[i] += friction[i] * (min(max(pull / band, -1.0), 1.0) if band > 0 else np.sign(pull))
+    return saturate(tau, limits), e, ed
+
+
 class ControlLaw:
-    """A control law with its parameters packed once for the compiled kernel.
+    """A control law with its parameters, named as in the module docstring.
 
     kp, kd: (n,) gains; ki, integral_limit: (n,) integral gain and clamp (default: off);
     limits: (n,) effort saturation (default none); friction_compensation adds the chain's
@@ -79,26 +131,32 @@ class ControlLaw:
     def __init__(self, chain, mode, kp, kd, limits=None, friction_compensation=False,
                  friction_deadband=DEFAULT_FRICTION_DEADBAND, period=DEFAULT_PERIOD, ki=0.0,
                  integral_limit=DEFAULT_INTEGRAL_LIMIT, integral=None):
-        self.chain = chain
-        self.mode = _MODE_CODES[check_mode(mode)]
         n = chain.n
-        self.params = np.zeros((10, n))
-        self.params[kernels.KP], self.params[kernels.KD] = kp, kd
-        self.params[kernels.KI], self.params[kernels.INTEGRAL_LIMIT] = ki, integral_limit
+        per_joint = lambda x: np.broadcast_to(np.asarray(x, dtype=float), (n,)).copy()  # noqa: E731
+        self.chain, self.mode = chain, check_mode(mode)
+        self.kp, self.kd, self.ki = per_joint(kp), per_joint(kd), per_joint(ki)
+        self.integral_limit = per_joint(integral_limit)
+        self.limits = per_joint(np.inf if limits is None else limits)
+        compensated = friction_compensation
+        self.damping = chain.damping.copy() if compensated else np.zeros(n)
+        self.friction = chain.friction.copy() if compensated else np.zeros(n)
+        self.deadband, self.period = float(friction_deadband), float(period)
         self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
-        self.integral[self.params[kernels.KI] == 0] = 0.0  # ki set to 0 resets its integral
-        self.params[kernels.WRAP] = chain.continuous
-        if friction_compensation:
-            self.params[kernels.DAMPING] = chain.damping
-            self.params[kernels.FRICTION] = chain.friction
-            self.params[kernels.BAND] = friction_deadband
-            self.params[kernels.PERIOD] = period
-        self.params[kernels.LIMIT] = np.inf if limits is None else limits
-        self.constants = (*model_arrays(chain), chain.base_acceleration, self.mode, self.params)
+        self.integral[self.ki == 0] = 0.0  # ki set to 0 resets its integral
+        self._args = (*model_arrays(chain), chain.base_acceleration, MODES.index(self.mode),
+                      self.kp, self.kd, self.ki, self.integral_limit, chain.continuous,
+                      self.damping, self.friction, self.deadband, self.period, self.limits)
 
     def __call__(self, q, qd, q_d, qd_d, qdd_d, dt=0.0):
-        return kernels.control_law(*self.constants, *map(_floats, (q, qd, q_d, qd_d, qdd_d)),
-                                   self.integral, float(dt))
+        return _law(*self._args, *map(_floats, (q, qd, q_d, qd_d, qdd_d)), self.integral,
+                    float(dt))
+
+    @classmethod
+    def gravity(cls, chain, limits):
+        """The holding law: tau = g(q), saturated (gravity_pd with zero gains, called with the
+        held position as the desired one)."""
+        zero = np.zeros(chain.n)
+        return cls(chain, "gravity_pd", zero, zero, limits)
 
 
 def _floats(x):
@@ -111,11 +169,6 @@ def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
     n = chain.n
     law = ControlLaw(chain, mode, gain_vector(kp, n, "kp"), gain_vector(kd, n, "kd"))
     return law(q, qd, q_d, qd_d, qdd_d)[0]
-
-
-def saturate(tau, limits):
-    """Clip tau to +-limits (n,); an infinite limit does not clip."""
-    return np.clip(tau, -limits, limits)
 
 
 def effort_limits(chain, override=()):

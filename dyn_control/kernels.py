@@ -33,35 +33,35 @@ except ImportError:  # pragma: no cover - exercised through .py_func in the test
         return 1
 
 REVOLUTE, PRISMATIC = 0, 1
-_jit = njit(cache=True, fastmath=False, nogil=True)
+jit = njit(cache=True, fastmath=False, nogil=True)  # how every kernel is compiled
 
 
-@_jit
+@jit
 def _cross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@_jit
+@jit
 def _add(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@_jit
+@jit
 def _scale(a, s):
     return (a[0] * s, a[1] * s, a[2] * s)
 
 
-@_jit
+@jit
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_jit
+@jit
 def _vec(arr, i):
     return (arr[i, 0], arr[i, 1], arr[i, 2])
 
 
-@_jit
+@jit
 def _mul(R, i, v):
     """R[i] @ v."""
     return (R[i, 0, 0] * v[0] + R[i, 0, 1] * v[1] + R[i, 0, 2] * v[2],
@@ -69,7 +69,7 @@ def _mul(R, i, v):
             R[i, 2, 0] * v[0] + R[i, 2, 1] * v[1] + R[i, 2, 2] * v[2])
 
 
-@_jit
+@jit
 def _mul_t(R, i, v):
     """R[i].T @ v."""
     return (R[i, 0, 0] * v[0] + R[i, 1, 0] * v[1] + R[i, 2, 0] * v[2],
@@ -77,7 +77,7 @@ def _mul_t(R, i, v):
             R[i, 0, 2] * v[0] + R[i, 1, 2] * v[1] + R[i, 2, 2] * v[2])
 
 
-@_jit
+@jit
 def joint_poses(R0, p0, axis, jtype, q, R, p):
     """Fill R (n, 3, 3) and p (n, 3) with body i's pose in body i-1's frame at q (rad or m)."""
     for i in range(q.shape[0]):
@@ -100,7 +100,7 @@ def joint_poses(R0, p0, axis, jtype, q, R, p):
                 p[i, r] = p0[i, r]
 
 
-@_jit
+@jit
 def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, work):
     """One recursive Newton-Euler pass; writes tau (n,) N m or N.
 
@@ -146,7 +146,7 @@ def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, work):
         m = _add(_mul(R, i, m), _cross(pi, f))
 
 
-@_jit
+@jit
 def inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
@@ -180,7 +180,7 @@ def inverse_dynamics_rows(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a
     return tau
 
 
-@_jit
+@jit
 def _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M):
     """Column j of M = ID(q, qd=0, qdd=e_j) with gravity and tip wrench off."""
     n = M.shape[0]
@@ -195,7 +195,7 @@ def _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M):
             M[i, j] = col[i]
 
 
-@_jit
+@jit
 def mass_matrix(R0, p0, axis, jtype, mass, h, inertia_o, q):
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
@@ -205,7 +205,7 @@ def mass_matrix(R0, p0, axis, jtype, mass, h, inertia_o, q):
     return M
 
 
-@_jit
+@jit
 def cholesky_solve(M, b):
     """Solve M x = b for symmetric positive definite M by Cholesky; raises if M is not SPD."""
     n = b.shape[0]
@@ -237,7 +237,7 @@ def cholesky_solve(M, b):
     return x
 
 
-@_jit
+@jit
 def forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, a0, f_tip):
     """qdd = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve."""
     n = q.shape[0]
@@ -250,7 +250,7 @@ def forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, a0, f_
     return cholesky_solve(M, tau - bias)
 
 
-@_jit
+@jit
 def energies(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, g):
     """(kinetic J, potential J) from link velocities and world positions; g (3,) base frame.
 
@@ -286,7 +286,7 @@ def energies(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, g):
     return kinetic, potential
 
 
-@_jit
+@jit
 def mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, v, a0):
     """M(q) v + ID(q, qd, 0) in one call: poses once, the n columns of M by ID with qdd = e_j,
     the bias by one more pass. The computed-torque law's whole model cost."""
@@ -304,62 +304,7 @@ def mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, 
     return tau
 
 
-COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = 0, 1, 2
-# rows of the law's parameters
-KP, KD, KI, INTEGRAL_LIMIT, WRAP, DAMPING, PERIOD, FRICTION, BAND, LIMIT = range(10)
-
-
-@_jit
-def control_law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, params, q, qd, q_d, qd_d, qdd_d,
-                integral, dt):
-    """One control step -> (tau, e, ed), each (n,). See dyn_control.control for the laws.
-
-    params: (10, n) rows KP, KD, KI, INTEGRAL_LIMIT (the clamp on the integral, rad s), WRAP
-    (1: continuous joint, error wrapped to [-pi, pi)), DAMPING and FRICTION to compensate
-    (zeros: none), PERIOD (the control period, s), BAND (the friction deadband, rad), LIMIT
-    (effort saturation, may be inf). integral (n,): the integral of e, updated in place by
-    e dt (and cleared where KI is 0).
-    """
-    n = q.shape[0]
-    e, ed, v = np.empty(n), np.empty(n), np.empty(n)
-    for i in range(n):
-        err = q_d[i] - q[i]
-        if params[WRAP, i] > 0:
-            err = (err + math.pi) % (2 * math.pi) - math.pi
-        e[i] = err
-        ed[i] = qd_d[i] - qd[i]
-        if params[KI, i] > 0:
-            bound = params[INTEGRAL_LIMIT, i]
-            integral[i] = min(max(integral[i] + err * dt, -bound), bound)
-        else:
-            integral[i] = 0.0
-        v[i] = qdd_d[i] + params[KD, i] * ed[i] + params[KP, i] * err + params[KI, i] * integral[i]
-    zero6 = np.zeros(6)
-    if mode == COMPUTED_TORQUE:
-        tau = mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, v, a0)
-    else:
-        if mode == FEEDFORWARD:
-            tau = inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q_d, qd_d, qdd_d, a0, zero6)
-        else:
-            zero = np.zeros(n)
-            tau = inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, zero, zero, a0, zero6)
-        for i in range(n):
-            tau[i] += params[KP, i] * e[i] + params[KD, i] * ed[i] + params[KI, i] * integral[i]
-    for i in range(n):
-        if mode == COMPUTED_TORQUE:  # damping over one control period, taken implicitly
-            tau[i] += params[DAMPING, i] * (qd[i] + params[PERIOD, i] * v[i])
-        else:
-            tau[i] += params[DAMPING, i] * qd_d[i]
-        if params[FRICTION, i] > 0:
-            pull = params[KP, i] * e[i] + params[KD, i] * qd_d[i]
-            band = params[KP, i] * params[BAND, i]
-            tau[i] += params[FRICTION, i] * (min(max(pull / band, -1.0), 1.0) if band > 0
-                                             else np.sign(pull))
-        tau[i] = min(max(tau[i], -params[LIMIT, i]), params[LIMIT, i])
-    return tau, e, ed
-
-
-@_jit
+@jit
 def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max):
     """Velocity after one step of joint damping, Coulomb friction and position limits, all
     taken implicitly (as impulses over the step).
@@ -408,7 +353,7 @@ def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max):
     return v
 
 
-@_jit
+@jit
 def simulation_step(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, damping, friction,
                     lower, upper, dt, a0, rk4):
     """One step of the arm under joint torques tau -> (q, qd) after dt.

@@ -28,6 +28,7 @@ undone: the state goes back to the last finite one, at rest, and `step` says so.
 import numpy as np
 
 from . import kernels
+from .control import saturate
 from .dynamics import mass_matrix, model_arrays
 
 INTEGRATORS = ("rk4", "semi_implicit_euler")
@@ -93,7 +94,7 @@ class Simulation:
         is no longer positive definite): then the arm is put back at its last finite position,
         at rest, and time still advances.
         """
-        self.tau = np.clip(np.asarray(tau, dtype=float), -self.effort_limits, self.effort_limits)
+        self.tau = saturate(np.array(tau, dtype=float), self.effort_limits)
         try:
             q, qd = kernels.simulation_step(
                 *model_arrays(self.chain), self.q, self.qd, self.tau, self.damping, self.friction,

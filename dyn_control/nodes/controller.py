@@ -20,7 +20,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
                        DEFAULT_PERIOD, ControlLaw, check_mode, critical_damping, effort_limits,
-                       gain_vector, limit_rate, saturate, trajectory_violation)
+                       gain_vector, limit_rate, trajectory_violation)
 from ..dynamics import gravity_torques
 from ..trajectory import Trajectory
 from . import messages
@@ -187,6 +187,7 @@ class ComputedTorqueController(Node):
         for name in ("mode", "kp", "kd", "limits", "friction_compensation", "state_timeout",
                      "on_state_timeout", "max_effort_rate", "trajectory_check", "model"):
             setattr(self, name, settings[name])
+        self.hold_law = ControlLaw.gravity(self.model, self.limits)
         self.law = ControlLaw(
             self.model, self.mode, self.kp, self.kd, self.limits, self.friction_compensation,
             settings["friction_deadband"], settings["control_period"], settings["ki"],
@@ -265,7 +266,8 @@ class ComputedTorqueController(Node):
                    if self.on_state_timeout == "hold" else "effort commands stopped"))
         if self.on_state_timeout == "hold":
             q = self.state[1]
-            tau = saturate(gravity_torques(self.model, q), self.limits)
+            zero = np.zeros(self.chain.n)
+            tau = self.hold_law(q, zero, q, zero, zero)[0]
             self._send(self.command_time + self.watchdog_period, tau)
 
     def compute_report(self):
