@@ -2,7 +2,7 @@
 
 Most checks drive the node's callbacks with real messages and read what it publishes; one
 round trip goes through DDS end to end. References: the pure functions the node wraps
-(compute_command on arrays, Trajectory), closed forms for interpolation, to 1e-9.
+(the core's law on arrays, Trajectory), closed forms for interpolation, to 1e-9.
 """
 
 import copy
@@ -62,6 +62,11 @@ def make_controller(**params):
     return node, Captured(node.effort_pub), Captured(node.reference_pub), Captured(node.error_pub)
 
 
+def expected_command(node, t, q, qd):
+    """Reference: the node's law on its trajectory at t, as a tick computes it (no tick)."""
+    return node.core.law(q, qd, *node.core.trajectory.sample(t))[0]
+
+
 def state_msg(t, names, q, qd=None):
     return messages.joint_state(names, t, q, np.zeros(len(q)) if qd is None else qd)
 
@@ -83,10 +88,10 @@ def trajectory_msg(names, times, positions, velocities=None, accelerations=None,
 def test_parameters_come_from_config_yaml():
     node, *_ = make_controller()
     try:
-        assert node.mode == "computed_torque"
-        np.testing.assert_array_equal(node.kp, np.full(7, 400.0))
-        np.testing.assert_array_equal(node.kd, np.full(7, 40.0))  # 2 sqrt(kp), critical
-        np.testing.assert_array_equal(node.limits, [176, 176, 110, 110, 110, 40, 40])
+        assert node.core.settings["mode"] == "computed_torque"
+        np.testing.assert_array_equal(node.core.law.kp, np.full(7, 400.0))
+        np.testing.assert_array_equal(node.core.law.kd, np.full(7, 40.0))  # 2 sqrt(kp), critical
+        np.testing.assert_array_equal(node.core.limits, [176, 176, 110, 110, 110, 40, 40])
         assert node.names == NAMES
     finally:
         node.destroy_node()
@@ -98,7 +103,7 @@ def test_joint_states_are_mapped_by_name_in_any_order():
         rng = np.random.default_rng(0)
         q, qd = Q + rng.uniform(-0.1, 0.1, 7), rng.uniform(-0.5, 0.5, 7)
         node._on_joint_state(state_msg(1.0, NAMES, Q))  # first state: hold it
-        expected = node.compute_command(1.5, q, qd)[0]
+        expected = expected_command(node, 1.5, q, qd)
         for perm in (np.arange(7), rng.permutation(7), rng.permutation(7)):
             names = [NAMES[i] for i in perm] + ["gripper_finger"]
             node._on_joint_state(state_msg(1.5, names, np.append(q[perm], 0.3),
@@ -114,7 +119,7 @@ def test_joints_parameter_sets_the_command_order():
     node, effort, *_ = make_controller(joints=order)
     try:
         node._on_joint_state(state_msg(0.5, NAMES, Q))
-        tau = node.command  # chain order
+        tau = node.core.command  # chain order
         np.testing.assert_allclose(effort.messages[-1].data,
                                    [tau[NAMES.index(j)] for j in order], atol=1e-12)
     finally:
@@ -130,7 +135,7 @@ def test_trajectory_interpolation_at_known_times(kind):
         vel = np.full((1, 7), 0.1) if kind != "linear" else None
         acc = np.full((1, 7), -0.3) if kind == "quintic" else None
         node._on_trajectory(trajectory_msg(NAMES, [1.0], [goal], vel, acc))  # stamp 0: t = 2
-        assert node.trajectory.kind == kind
+        assert node.core.trajectory.kind == kind
 
         def reference_at(t):
             node._on_joint_state(state_msg(t, NAMES, Q))
@@ -172,9 +177,9 @@ def test_trajectory_before_the_first_state_starts_with_it():
     node, _, reference, _ = make_controller()
     try:
         node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
-        assert node.trajectory is None
+        assert node.core.trajectory is None
         node._on_joint_state(state_msg(5.0, NAMES, Q))  # starts now, from here
-        assert node.trajectory.kind == "linear" and node.trajectory.start_time == 5.0
+        assert node.core.trajectory.kind == "linear" and node.core.trajectory.start_time == 5.0
         node._on_joint_state(state_msg(6.0, NAMES, Q))
         np.testing.assert_allclose(reference.messages[-1].position, Q + 0.1, atol=1e-12)
     finally:
@@ -186,11 +191,11 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
     try:
         result = node.set_parameters([Parameter("kp", value=100.0)])[0]
         assert result.successful
-        np.testing.assert_array_equal(node.kd, np.full(7, 20.0))  # kd unset: follows 2 sqrt(kp)
+        np.testing.assert_array_equal(node.core.law.kd, np.full(7, 20.0))  # kd unset: follows 2 sqrt(kp)
         assert node.set_parameters([Parameter("mode", value="gravity_pd")])[0].successful
         node._on_joint_state(state_msg(0.0, NAMES, Q))
         node._on_joint_state(state_msg(0.1, NAMES, Q - 0.01))
-        g = node.compute_command(0.1, Q - 0.01, np.zeros(7))[0]
+        g = expected_command(node, 0.1, Q - 0.01, np.zeros(7))
         np.testing.assert_allclose(effort.messages[-1].data, g, atol=1e-12)
         for name, value, reason in (("mode", "fast", "mode must be one of"),
                                     ("kp", -1.0, "kp must be finite and >= 0"),
@@ -202,11 +207,11 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
                                     ("urdf_file", "/x.urdf", "cannot change while the node runs")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason
-        assert node.mode == "gravity_pd" and node.kp[0] == 100.0
+        assert node.core.settings["mode"] == "gravity_pd" and node.core.law.kp[0] == 100.0
         assert node.set_parameters([Parameter("effort_limits", value=50.0)])[0].successful
-        np.testing.assert_array_equal(node.limits, np.full(7, 50.0))  # a scalar: every joint
+        np.testing.assert_array_equal(node.core.limits, np.full(7, 50.0))  # a scalar: every joint
         assert node.set_parameters([Parameter("control_period", value=0.002)])[0].successful
-        assert node.law.period == 0.002
+        assert node.core.law.period == 0.002
         assert node.get_parameter("mode").value == "gravity_pd"
     finally:
         node.destroy_node()
@@ -223,21 +228,21 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
                     JointState(name=NAMES, position=[0.0] * 6)):
             node._on_joint_state(bad)
         assert len(effort.messages) == sent
-        running = node.trajectory
+        running = node.core.trajectory
         for bad in (trajectory_msg(["joint1", "elbow"], [1.0], [[0.0, 0.0]]),
                     trajectory_msg(NAMES, [1.0, 1.0], [Q, Q]),
                     trajectory_msg(NAMES, [1.0], [Q + 10.0])):
             node._on_trajectory(bad)
-            assert node.trajectory is running
+            assert node.core.trajectory is running
         node._on_trajectory(trajectory_msg(["joint2"], [1.0], [[0.7]]))  # partial goal: accepted
-        assert node.trajectory is not running
-        np.testing.assert_allclose(node.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
+        assert node.core.trajectory is not running
+        np.testing.assert_allclose(node.core.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
     finally:
         node.destroy_node()
 
 
 def test_round_trip_over_dds():
-    """A state published on /joint_states comes back as the effort command compute_command gives."""
+    """A state published on /joint_states comes back as the effort command the law gives."""
     node, *_ = make_controller()
     node.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
     peer = rclpy.create_node("peer")
@@ -255,7 +260,7 @@ def test_round_trip_over_dds():
             executor.spin_once(timeout_sec=0.05)
             executor.spin_once(timeout_sec=0.05)
         assert got, "no effort command arrived over DDS"
-        np.testing.assert_allclose(got[-1], node.compute_command(3.0, Q, np.zeros(7))[0], atol=1e-9)
+        np.testing.assert_allclose(got[-1], expected_command(node, 3.0, Q, np.zeros(7)), atol=1e-9)
     finally:
         executor.shutdown()
         peer.destroy_node()
@@ -270,22 +275,22 @@ def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
     node = DynamicsSimulator(parameter_overrides=overrides)
     states = Captured(node.state_pub)
     try:
-        assert node.synchronous
-        np.testing.assert_array_equal(node.sim.q, default_initial_positions(node.sim.chain))
+        assert node.core.settings["synchronous"]
+        np.testing.assert_array_equal(node.core.sim.q, default_initial_positions(node.core.sim.chain))
         time.sleep(0.3)
-        assert node.sim.steps == 0  # waiting for the answer to the initial state
+        assert node.core.sim.steps == 0  # waiting for the answer to the initial state
         tau = np.linspace(-1, 1, 7)
         node._on_command(Float64MultiArray(data=tau.tolist()))
         wait_until(lambda: states.messages, 5.0)
-        assert node.sim.steps == 1 and states.messages[-1].header.stamp.nanosec == 1_000_000
+        assert node.core.sim.steps == 1 and states.messages[-1].header.stamp.nanosec == 1_000_000
         np.testing.assert_allclose(states.messages[-1].effort, tau)
         for bad in ([1.0] * 6, [np.nan] * 7):
             node._on_command(Float64MultiArray(data=bad))
         time.sleep(0.3)
-        assert node.sim.steps == 1 and len(states.messages) == 1  # still waiting: no answer
+        assert node.core.sim.steps == 1 and len(states.messages) == 1  # still waiting: no answer
         node._on_command(Float64MultiArray(data=tau.tolist()))
         wait_until(lambda: len(states.messages) == 2, 5.0)
-        assert node.sim.steps == 2 and node.missed == 0
+        assert node.core.sim.steps == 2 and node.core.missed == 0
     finally:
         node.shutdown()
         node.destroy_node()
@@ -299,12 +304,12 @@ def test_simulator_synchronous_steps_on_after_sync_timeout_and_counts_a_miss():
     node = DynamicsSimulator(parameter_overrides=overrides)
     try:
         node._on_command(Float64MultiArray(data=[0.0] * 7))  # answers the state it sees now
-        wait_until(lambda: node.missed >= 1, 5.0)  # then nobody answers: a miss after 0.05 s
-        start, steps = time.monotonic(), node.sim.steps
-        wait_until(lambda: node.sim.steps >= steps + 10, 5.0)  # time runs on
-        elapsed, stepped = time.monotonic() - start, node.sim.steps - steps
+        wait_until(lambda: node.core.missed >= 1, 5.0)  # then nobody answers: a miss after 0.05 s
+        start, steps = time.monotonic(), node.core.sim.steps
+        wait_until(lambda: node.core.sim.steps >= steps + 10, 5.0)  # time runs on
+        elapsed, stepped = time.monotonic() - start, node.core.sim.steps - steps
         assert stepped <= elapsed / 0.05 + 2  # at one step per sync_timeout, no faster
-        assert node.missed >= stepped - 1
+        assert node.core.missed >= stepped - 1
     finally:
         node.shutdown()
         node.destroy_node()
@@ -350,8 +355,7 @@ def test_bad_configuration_stops_the_node_with_one_line(params, named):
 def go_stale(node, q):
     """A good state, then silence longer than state_timeout, then one watchdog tick."""
     node._on_joint_state(state_msg(1.0, NAMES, q))
-    node.last_state_seen -= node.state_timeout + 0.05
-    node._on_watchdog()
+    node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.05)
 
 
 def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump():
@@ -359,18 +363,18 @@ def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump()
     node, effort, *_ = make_controller()
     try:
         go_stale(node, Q)
-        assert node.stale
-        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q),
+        assert node.core.stale
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.core.chain, Q),
                                    atol=1e-12)
         sent = len(effort.messages)
-        node._on_watchdog()  # keeps holding
+        node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.06)  # keeps holding
         assert len(effort.messages) == sent + 1
         held = np.array(effort.messages[-1].data)
         node._on_joint_state(state_msg(1.5, NAMES, Q))  # states are back, arm where it was
-        assert not node.stale
+        assert not node.core.stale
         # the first command after recovery equals the holding torque (at rest): no jump
         np.testing.assert_allclose(effort.messages[-1].data, held, atol=1e-9)
-        np.testing.assert_allclose(node.trajectory.sample(10.0)[0], Q)  # holds where it is
+        np.testing.assert_allclose(node.core.trajectory.sample(10.0)[0], Q)  # holds where it is
     finally:
         node.destroy_node()
 
@@ -380,8 +384,8 @@ def test_state_timeout_stop_publishes_nothing():
     try:
         go_stale(node, Q)
         sent = len(effort.messages)
-        node._on_watchdog()
-        assert node.stale and len(effort.messages) == sent
+        node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.06)
+        assert node.core.stale and len(effort.messages) == sent
     finally:
         node.destroy_node()
 
@@ -391,9 +395,8 @@ def test_bad_states_keep_the_last_command_at_most_state_timeout():
     try:
         node._on_joint_state(state_msg(1.0, NAMES, Q))
         node._on_joint_state(state_msg(1.001, NAMES, Q * np.nan))  # bad: does not refresh
-        node.last_state_seen -= 0.2
-        node._on_watchdog()
-        assert node.stale  # the bad state did not count as a state
+        node.on_watchdog(node.core.last_seen + 0.2)
+        assert node.core.stale  # the bad state did not count as a state
     finally:
         node.destroy_node()
 
@@ -407,34 +410,6 @@ def test_max_effort_rate_bounds_the_step_between_commands():
         step = np.array(effort.messages[-1].data) - first
         assert np.abs(step).max() == pytest.approx(0.1, rel=1e-9)
     finally:
-        node.destroy_node()
-
-
-@pytest.mark.parametrize("synchronous", [False, True])
-def test_simulator_command_timeout_zeroes_the_effort(synchronous):
-    # free running: wall time since the last command; synchronous: simulated time
-    overrides = config_overrides("simulator", "dynamics_simulator") + [
-        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
-        Parameter("synchronous", value=synchronous)]
-    node = DynamicsSimulator(parameter_overrides=overrides)
-    try:
-        node._running = False  # stop the stepping thread; the test steps by hand
-        node._answered.set()
-        node._thread.join()
-        node._on_command(Float64MultiArray(data=[5.0] * 7))
-        node._check_command_timeout()
-        assert np.all(node.command == 5.0)
-        if synchronous:
-            for _ in range(int(node.command_timeout / node.sim.dt) + 2):
-                node.sim.hold()
-        else:
-            node.command_seen -= node.command_timeout + 0.01
-        node._check_command_timeout()
-        assert node.timed_out and np.all(node.command == 0.0)
-        node._on_command(Float64MultiArray(data=[1.0] * 7))  # commands back
-        assert not node.timed_out and np.all(node.command == 1.0)
-    finally:
-        node.shutdown()
         node.destroy_node()
 
 
@@ -517,14 +492,14 @@ def test_model_from_the_robot_description_topic():
         executor.add_node(node)
         executor.add_node(peer)
         try:
-            assert node.chain is None
+            assert node.core is None
             deadline = time.monotonic() + 10
-            while node.chain is None and node.fatal is None and time.monotonic() < deadline:
+            while node.core is None and node.fatal is None and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
             if ok:
-                assert node.chain is not None and node.names == NAMES
+                assert node.core is not None and node.names == NAMES
             else:
-                assert node.chain is None and "no movable joint" in str(node.fatal)
+                assert node.core is None and "no movable joint" in str(node.fatal)
         finally:
             executor.shutdown()
             peer.destroy_node()
@@ -539,14 +514,14 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
     node, effort, *_ = make_controller()
     try:
         node._on_joint_state(state_msg(1.0, NAMES, Q))  # at rest on target: tau = g(q)
-        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q), atol=1e-9)
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.core.chain, Q), atol=1e-9)
         assert node.set_parameters([Parameter("payload_mass", value=2),  # an integer works too
                                     Parameter("payload_com", value=[0.0, 0.0, 0.1])])[0].successful
         node._on_joint_state(state_msg(1.001, NAMES, Q))
         # the next tick holds with the loaded model: reference, g(q) of with_payload (static)
-        heavy = node.chain.with_payload(2.0, (0.0, 0.0, 0.1))
+        heavy = node.core.chain.with_payload(2.0, (0.0, 0.0, 0.1))
         np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(heavy, Q), atol=1e-9)
-        model = node.model
+        model = node.core.model
         for name, value, reason in (
                 ("payload_mass", -1.0, "payload_mass must be finite and >= 0 kg, got -1.0"),
                 ("payload_com", [0.0, float("nan"), 0.0], "payload_com must be 3 finite values"),
@@ -555,9 +530,9 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
                 ("payload_link", "gripper", "payload_link 'gripper' is not a link the chain moves")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason, result.reason
-            assert node.model is model  # the old payload stays
+            assert node.core.model is model  # the old payload stays
         assert node.set_parameters([Parameter("payload_mass", value=0.0)])[0].successful
-        np.testing.assert_array_equal(node.model.mass, node.chain.mass)  # mass 0: no payload
+        np.testing.assert_array_equal(node.core.model.mass, node.core.chain.mass)  # mass 0: no payload
     finally:
         node.destroy_node()
 
@@ -567,12 +542,12 @@ def test_simulator_payload_at_run_time_and_a_bad_one_is_refused():
         Parameter("urdf_file", value=ARM), Parameter("payload_mass", value=1.5)]
     node = DynamicsSimulator(parameter_overrides=overrides)
     try:
-        assert node.sim.chain.mass.sum() == pytest.approx(node.urdf_chain.mass.sum() + 1.5)
+        assert node.core.sim.chain.mass.sum() == pytest.approx(node.core.chain.mass.sum() + 1.5)
         result = node.set_parameters([Parameter("payload_mass", value=-2.0)])[0]
         assert not result.successful and "payload_mass must be finite and >= 0" in result.reason
-        assert node.sim.chain.mass.sum() == pytest.approx(node.urdf_chain.mass.sum() + 1.5)
+        assert node.core.sim.chain.mass.sum() == pytest.approx(node.core.chain.mass.sum() + 1.5)
         assert node.set_parameters([Parameter("payload_mass", value=0.5)])[0].successful
-        assert node.sim.chain.mass.sum() == pytest.approx(node.urdf_chain.mass.sum() + 0.5)
+        assert node.core.sim.chain.mass.sum() == pytest.approx(node.core.chain.mass.sum() + 0.5)
     finally:
         node.shutdown()
         node.destroy_node()
@@ -584,12 +559,12 @@ def test_integral_is_kept_across_trajectories_and_reset_when_ki_goes_to_zero():
         node._on_joint_state(state_msg(1.0, NAMES, Q))  # holds Q
         for k in range(1, 11):  # 10 ms 0.01 rad below target: the integral is e dt summed
             node._on_joint_state(state_msg(1.0 + 0.001 * k, NAMES, Q - 0.01))
-        np.testing.assert_allclose(node.law.integral, 1e-4, rtol=1e-9)  # 0.01 rad x 10 ms
+        np.testing.assert_allclose(node.core.law.integral, 1e-4, rtol=1e-9)  # 0.01 rad x 10 ms
         node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
         assert node.set_parameters([Parameter("kp", value=300.0)])[0].successful  # law rebuilt
-        np.testing.assert_allclose(node.law.integral, 1e-4, rtol=1e-9)  # kept by both
+        np.testing.assert_allclose(node.core.law.integral, 1e-4, rtol=1e-9)  # kept by both
         assert node.set_parameters([Parameter("ki", value=0.0)])[0].successful
-        np.testing.assert_array_equal(node.law.integral, 0.0)
+        np.testing.assert_array_equal(node.core.law.integral, 0.0)
         result = node.set_parameters([Parameter("integral_limit", value=-1.0)])[0]
         assert not result.successful and "integral_limit must be finite and >= 0" in result.reason
     finally:
@@ -600,21 +575,21 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
     node, effort, *_ = make_controller()
     try:
         node._on_joint_state(state_msg(1.0, NAMES, Q))
-        holding = node.trajectory
+        holding = node.core.trajectory
         too_fast = Q + np.where(np.arange(7) == 1, 1.0, 0.0)  # joint2 by 1 rad in 0.2 s
         node._on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
-        assert node.trajectory is holding
+        assert node.core.trajectory is holding
         err = capfd.readouterr().err
         assert "trajectory refused: joint 'joint2' needs torque" in err and "limit 176 N m" in err, err
         node._on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
         np.testing.assert_allclose(node.reference_msg.msg.position, Q, atol=1e-12)
         feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
         node._on_trajectory(feasible)
-        assert node.trajectory is not holding and node.trajectory.kind == "quintic"
+        assert node.core.trajectory is not holding and node.core.trajectory.kind == "quintic"
         assert node.set_parameters([Parameter("trajectory_check", value="warn")])[0].successful
-        running = node.trajectory
+        running = node.core.trajectory
         node._on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
-        assert node.trajectory is not running  # warn: accepted, and said
+        assert node.core.trajectory is not running  # warn: accepted, and said
         assert "trajectory beyond the arm's limits: joint" in capfd.readouterr().err
         result = node.set_parameters([Parameter("trajectory_check", value="never")])[0]
         assert not result.successful and "'never'" in result.reason

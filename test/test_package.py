@@ -35,3 +35,11 @@ def test_setup_py_installs_share_files_and_console_scripts_without_pypi_deps():
         assert f'share/{{PACKAGE}}/{folder}' in source
     assert (PACKAGE_DIR / "resource" / "dyn_control").is_file()
     assert "lib/dyn_control" in (PACKAGE_DIR / "setup.cfg").read_text()
+
+
+def test_readme_parameter_tables_are_the_parameter_tables():
+    # the tables declare and check the parameters; the README shows them as generated
+    from dyn_control.parameters import CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
+    readme = (PACKAGE_DIR / "README.md").read_text()
+    for table in (CONTROLLER, SIMULATOR, TRAJECTORY_DEMO):
+        assert table.markdown() in readme, "run: .venv/bin/python -m dyn_control.parameters"

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
@@ -23,6 +23,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from ..model import URDFError, load_chain
+from ..parameters import EXECUTOR, Table
 
 
 class StartupError(RuntimeError):
@@ -32,32 +33,60 @@ class StartupError(RuntimeError):
 BUILDING = threading.Event()  # set while a node process is building its node (see run)
 
 
-def declare_model_parameters(node):
-    text = ParameterDescriptor(description="URDF XML of the robot")
-    node.declare_parameter("robot_description", "", text)
-    node.declare_parameter("urdf_file", "", ParameterDescriptor(description="URDF or .xacro path"))
-    node.declare_parameter("joints", [""], ParameterDescriptor(
-        description="controlled joints, in command order (default: the chain's joints)"))
-    node.declare_parameter("root_link", "")
-    node.declare_parameter("tip_link", "")
-    node.declare_parameter("qos_reliability", "reliable", ParameterDescriptor(
-        description="QoS of /joint_states and the effort commands: reliable or best_effort"))
+def declare_parameters(node, table):
+    """Declare every parameter of `table` (dyn_control.parameters) and check the values given
+    at start-up; StartupError names a bad one and its value."""
+    for p in table:
+        node.declare_parameter(p.name, p.default, ParameterDescriptor(
+            description=p.description, dynamic_typing=p.dynamic or p.default is None))
+    try:
+        table.check({p.name: node.get_parameter(p.name).value for p in table})
+    except ValueError as err:
+        raise StartupError(f"parameter {err}") from err
+
+
+def parameter_reader(node, changes=None):
+    """value(name): the parameter's value, or its new value in `changes` (a set in progress)."""
+    changes = changes or {}
+    return lambda name: changes[name] if name in changes else node.get_parameter(name).value
+
+
+def set_parameters_callback(node, table, apply):
+    """Run-time changes (`ros2 param set`): refused with the reason when the table fixes the
+    parameter or its check fails, or when apply(changes) raises ValueError; the old value
+    stays. apply takes the change to the node."""
+    def on_set(params):
+        changes = {p.name: p.value for p in params}
+        fixed = [name for name in changes if name in table.params and not table[name].run_time]
+        if fixed:
+            return SetParametersResult(successful=False,
+                                       reason=f"{fixed[0]} cannot change while the node runs")
+        try:
+            table.check(changes)
+            apply(changes)
+        except ValueError as err:
+            return SetParametersResult(successful=False, reason=str(err))
+        if changes.keys() & set(PAYLOAD_PARAMETERS):
+            node.get_logger().info(payload_summary(parameter_reader(node, changes)))
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
+
+
+def log_events(node, core):
+    """Log what a core said since the last call, at its level (throttled where it asks)."""
+    logger = node.get_logger()  # (rclpy fixes a call site's severity: one call per level)
+    for level, text, throttle in core.drain():
+        seconds = 1.0 if throttle else 0.0
+        if level == "info":
+            logger.info(text)
+        elif level == "warning":
+            logger.warning(text, throttle_duration_sec=seconds)
+        else:
+            logger.error(text, throttle_duration_sec=seconds)
 
 
 PAYLOAD_PARAMETERS = ("payload_mass", "payload_com", "payload_inertia", "payload_link")
-
-
-def declare_payload_parameters(node):
-    """A rigid payload on the arm (Chain.with_payload), settable at run time."""
-    node.declare_parameter("payload_mass", 0.0, ParameterDescriptor(
-        dynamic_typing=True, description="kg; 0: none"))
-    node.declare_parameter("payload_com", [0.0, 0.0, 0.0], ParameterDescriptor(
-        dynamic_typing=True, description="m, centre of mass in payload_link's frame"))
-    node.declare_parameter("payload_inertia", [0.0] * 6, ParameterDescriptor(
-        dynamic_typing=True,
-        description="kg m^2 about the centre of mass: ixx, iyy, izz, ixy, ixz, iyz"))
-    node.declare_parameter("payload_link", "", ParameterDescriptor(
-        description="the link that carries the payload; empty: the tip link"))
 
 
 def payload_chain(chain, value):
@@ -67,11 +96,11 @@ def payload_chain(chain, value):
                               value("payload_inertia"), value("payload_link") or None)
 
 
-def payload_summary(chain, value):
+def payload_summary(value):
     """One line for the log: the payload the parameters read by value(name) describe."""
     com = ", ".join(f"{float(c):g}" for c in value("payload_com"))
     inertia = ", ".join(f"{float(c):g}" for c in value("payload_inertia"))
-    return (f"payload {float(value('payload_mass')):g} kg on '{value('payload_link') or chain.tip_link}', "
+    return (f"payload {float(value('payload_mass')):g} kg on '{value('payload_link') or 'the tip link'}', "
             f"com [{com}] m, inertia [{inertia}] kg m^2")
 
 
@@ -144,20 +173,14 @@ def configure_from_model(node):
     node.create_subscription(String, "/robot_description", on_description, qos)
 
 
-EXECUTORS = ("single_threaded", "multi_threaded", "events")
-
-
 def make_executor(node):
-    """The rclpy executor named by the node's `executor` parameter (see README: measured)."""
-    name = node.declare_parameter("executor", "events", ParameterDescriptor(
-        description="single_threaded, multi_threaded or events (rclpy.experimental)")).value
-    if name == "single_threaded":
-        return SingleThreadedExecutor()
-    if name == "multi_threaded":
-        return MultiThreadedExecutor(num_threads=2)
-    if name == "events":
-        return EventsExecutor()
-    raise StartupError(f"parameter executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
+    """The rclpy executor named by the node's `executor` parameter (see README: measured),
+    declared here for a node without a parameter table."""
+    if not node.has_parameter(EXECUTOR.name):
+        declare_parameters(node, Table(EXECUTOR))
+    return {"single_threaded": SingleThreadedExecutor,
+            "multi_threaded": lambda: MultiThreadedExecutor(num_threads=2),
+            "events": EventsExecutor}[node.get_parameter(EXECUTOR.name).value]()
 
 
 STOP_GRACE = 1.5  # s from a signal to the end of the process, whatever the node is doing

@@ -11,9 +11,10 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from ..parameters import TRAJECTORY_DEMO
 from ..trajectory import sine_waypoints
 from . import messages
-from .common import StartupError, build_chain, declare_model_parameters, model_text, run
+from .common import StartupError, build_chain, declare_parameters, model_text, run
 
 TOPIC = "/computed_torque_controller/joint_trajectory"
 
@@ -24,11 +25,7 @@ class TrajectoryDemo(Node):
     def __init__(self, **kwargs):
         super().__init__(self.NODE_NAME, **kwargs)
         self.fatal = None
-        declare_model_parameters(self)
-        self.declare_parameter("duration", 10.0)
-        self.declare_parameter("amplitude", 0.3)
-        self.declare_parameter("frequency", 0.2)
-        self.declare_parameter("points_per_second", 50.0)
+        declare_parameters(self, TRAJECTORY_DEMO)
         source = model_text(self)
         if source is None:
             raise StartupError("trajectory_demo needs robot_description or urdf_file")

@@ -1,0 +1,194 @@
+"""The nodes' parameters, one table per node: name, default, description, whether it can change
+at run time, and the check its value must pass. The table drives the declaration, the
+validation at start-up and on `ros2 param set` alike, the read-only list and the README's
+parameter tables (`python -m dyn_control.parameters` prints them; a test keeps them equal).
+
+Pure Python: the nodes turn an entry into a ROS declaration (dyn_control.nodes.common).
+"""
+
+import math
+from dataclasses import dataclass
+
+from .control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
+                      DEFAULT_PERIOD, MODES)
+from .simulation import DEFAULT_DT, INTEGRATORS
+
+EXECUTORS = ("single_threaded", "multi_threaded", "events")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter. default None: unset (any type; the node derives the value). `choices`,
+    or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
+    per-joint values (a scalar or one per joint) are checked where the joint count is known.
+    `dynamic` allows any type (a scalar or a list, an integer for a float)."""
+
+    name: str
+    default: object
+    description: str
+    run_time: bool = True
+    choices: tuple = ()
+    low: float = None
+    high: float = None
+    open_low: bool = False
+    dynamic: bool = False
+    readme_default: str = None  # how the README shows the default, when not the value itself
+
+    def check(self, value):
+        """ValueError naming the parameter and the value, or None."""
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}")
+        if self.low is None and self.high is None:
+            return
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if ok and self.low is not None:
+            ok = value > self.low if self.open_low else value >= self.low
+        if ok and self.high is not None:
+            ok = value <= self.high
+        if not ok:
+            bound = "" if self.low is None else (f"> {self.low:g}" if self.open_low else f">= {self.low:g}")
+            if self.high is not None:
+                bound = f"in ({self.low:g}, {self.high:g}]" if self.open_low else f"<= {self.high:g}"
+            raise ValueError(f"{self.name} must be {bound}, got {value!r}")
+
+
+class Table:
+    def __init__(self, *params):
+        self.params = {p.name: p for p in params}
+
+    def __iter__(self):
+        return iter(self.params.values())
+
+    def __getitem__(self, name):
+        return self.params[name]
+
+    def read_only(self):
+        return [p.name for p in self if not p.run_time]
+
+    def check(self, values):
+        """Check each (name, value) of `values` that has a check; ValueError otherwise."""
+        for name, value in values.items():
+            if name in self.params:
+                self.params[name].check(value)
+
+    def markdown(self):
+        """The README's table: parameter, default, whether `ros2 param set` can change it,
+        meaning."""
+        rows = ["| parameter | default | run time | meaning |", "|---|---|---|---|"]
+        for p in self:
+            default = p.readme_default if p.readme_default is not None else (
+                f"`{p.default}`" if isinstance(p.default, str) and p.default else
+                '""' if p.default == "" else str(p.default).lower() if isinstance(p.default, bool)
+                else str(p.default))
+            rows.append(f"| `{p.name}` | {default} | {'yes' if p.run_time else 'no'} | "
+                        f"{p.description} |")
+        return "\n".join(rows)
+
+
+MODEL = (
+    Param("robot_description", "", "URDF text (what launch files pass)", run_time=False),
+    Param("urdf_file", "", "URDF or .xacro path, used when `robot_description` is empty",
+          run_time=False),
+    Param("joints", [""], "controlled joints, in the order of the effort command (ros2_control "
+          "style)", run_time=False, readme_default="chain's joints"),
+    Param("root_link", "", "chain base (see `load_chain`)", run_time=False,
+          readme_default="URDF root"),
+    Param("tip_link", "", "chain end (see `load_chain`)", run_time=False,
+          readme_default="end of the longest path"),
+    Param("qos_reliability", "reliable", "QoS of `/joint_states` and the effort commands: "
+          "`reliable` or `best_effort` (for lossy links); depth 1, so a late tick uses the newest "
+          "message", run_time=False, choices=("reliable", "best_effort")),
+    EXECUTOR := Param("executor", "events", "rclpy executor: `events` "
+                      "(rclpy.experimental.EventsExecutor), `single_threaded` or "
+                      "`multi_threaded` (see the loop benchmark)", run_time=False,
+                      choices=EXECUTORS),
+)
+
+PAYLOAD = (
+    Param("payload_mass", 0.0, "kg of a rigid payload the arm carries; 0 = none", dynamic=True),
+    Param("payload_com", [0.0, 0.0, 0.0], "m, its centre of mass in `payload_link`'s frame",
+          dynamic=True),
+    Param("payload_inertia", [0.0] * 6, "kg·m², ixx, iyy, izz, ixy, ixz, iyz about its centre "
+          "of mass", dynamic=True),
+    Param("payload_link", "", "the link that carries it", readme_default='"" = tip link'),
+)
+
+CONTROLLER = Table(
+    *MODEL,
+    Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q_d, q̇_d, q̈_d) + "
+          "PD) or `gravity_pd` (g(q) + PD)", choices=MODES),
+    Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", dynamic=True),
+    Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
+          "response", dynamic=True, readme_default="unset = 2√kp"),
+    Param("ki", 0.0, "1/s³, integral gain, a scalar or one per joint; 0 = off (see \"When the "
+          "model is wrong\")", dynamic=True),
+    Param("integral_limit", DEFAULT_INTEGRAL_LIMIT, "rad·s, a scalar or one per joint: the "
+          "clamp on each joint's error integral (anti-windup)", dynamic=True),
+    *PAYLOAD,
+    Param("trajectory_check", "reject", "a trajectory that needs more torque or velocity than "
+          "the limits: `reject` (the running one continues), `warn` (run it, log it) or `off`",
+          choices=("reject", "warn", "off")),
+    Param("effort_limits", None, "N·m, a scalar or one per joint: overrides the URDF effort "
+          "limits the command is saturated to", dynamic=True, readme_default="URDF"),
+    Param("friction_compensation", True, "add the URDF's joint damping and friction (below)"),
+    Param("friction_deadband", DEFAULT_FRICTION_DEADBAND, "rad: the friction compensation "
+          "fades out within it of the target", low=0.0, open_low=True),
+    Param("control_period", DEFAULT_PERIOD, "s between commands (your state period, or "
+          "1/`rate`): the damping compensation models one period", low=0.0, high=1.0,
+          open_low=True),
+    Param("rate", 0.0, "Hz; 0 computes one command per joint-state message, otherwise on a "
+          "timer", run_time=False, low=0.0),
+    Param("state_timeout", 0.1, "s without a good joint state before feedback stops: simulated "
+          "s under `use_sim_time`, wall s otherwise", low=0.0, open_low=True),
+    Param("on_state_timeout", "hold", "`hold`: gravity compensation at the last good position; "
+          "`stop`: publish nothing", choices=("hold", "stop")),
+    Param("max_effort_rate", 0.0, "N·m/s bound on the change between commands; 0 = off",
+          low=0.0),
+)
+
+SIMULATOR = Table(
+    *MODEL,
+    Param("initial_positions", None, "rad or m, in `joints` order", run_time=False,
+          dynamic=True, readme_default="zeros, or the middle of the limits where 0 is outside them"),
+    Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
+          "and stops implicitly (see below)", run_time=False, low=0.0, high=0.1, open_low=True),
+    Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",
+          run_time=False, choices=INTEGRATORS),
+    Param("publish_rate", 1000.0, "Hz of `/joint_states`", run_time=False, low=0.0,
+          open_low=True),
+    Param("publish_clock", False, "publish /clock for nodes with `use_sim_time`", run_time=False,
+          readme_default="false (true in config)"),
+    Param("synchronous", True, "wait for the command that answers each published state, then "
+          "step (below); false: free running", run_time=False),
+    Param("sync_timeout", 0.1, "wall s to wait for that answer before stepping on the last "
+          "command (a missed deadline)", run_time=False, low=0.0, open_low=True),
+    Param("real_time_factor", 1.0, "at most this many simulated s per wall s; 0 runs as fast as "
+          "the loop goes", run_time=False, low=0.0),
+    Param("wait_for_command", True, "joints braked (time runs) until the first command, so the "
+          "arm does not fall while the controller starts", run_time=False),
+    Param("effort_limits", None, "N·m, a scalar or one per joint: the applied effort is "
+          "saturated to them", run_time=False, dynamic=True, readme_default="URDF"),
+    Param("command_timeout", 0.2, "s without a command before the effort drops to zero (0 = "
+          "never): simulated s when synchronous, wall s when free running", run_time=False,
+          low=0.0),
+    *(Param(p.name, p.default, p.description + " (the load the simulated arm carries: tests put "
+            "one here that the controller does not know)" if p.name == "payload_mass" else
+            p.description, dynamic=p.dynamic, readme_default=p.readme_default) for p in PAYLOAD),
+)
+
+TRAJECTORY_DEMO = Table(
+    *MODEL,
+    Param("duration", 10.0, "s of motion", run_time=False, low=0.0, open_low=True),
+    Param("amplitude", 0.3, "rad, the largest per-joint amplitude (kept inside the limits)",
+          run_time=False, low=0.0),
+    Param("frequency", 0.2, "Hz, base frequency of the sines", run_time=False, low=0.0,
+          open_low=True),
+    Param("points_per_second", 50.0, "waypoints per second", run_time=False, low=0.0,
+          open_low=True),
+)
+
+
+if __name__ == "__main__":
+    for title, table in (("computed_torque_controller", CONTROLLER),
+                         ("dynamics_simulator", SIMULATOR), ("trajectory_demo", TRAJECTORY_DEMO)):
+        print(f"{title}:\n\n{table.markdown()}\n")

@@ -1,0 +1,143 @@
+"""The simulated arm without middleware: what dynamics_simulator does between a command and a
+joint state, driven by plain calls with explicit time.
+
+    core = SimulatorCore(chain, settings)          # settings: simulator_settings(...)
+    core.on_command(now, tau)                      # an effort command (chain order)
+    publish = core.step(now)                       # one dt; True when a state is due
+    core.published(now)                            # a state went out: deadline accounting
+
+`now` is the wall clock (s, steady): free running counts command_timeout on it, synchronous
+on simulated time; the real-time factor is simulated s per `now` s since the first command. The simulator node owns the thread, the pacing and the waiting for
+an answer. What a person should read goes to `events` as (level, text, throttle).
+"""
+
+from collections import deque
+
+import numpy as np
+
+from .control import effort_limits, gain_vector
+from .simulation import Simulation, default_initial_positions
+
+REPORT_EVERY = 5.0  # s of simulated time between two deadline reports
+
+
+def simulator_settings(chain, value, order=None):
+    """Settings for SimulatorCore from the simulator's parameters, read by value(name) (see
+    dyn_control.parameters.SIMULATOR, whose checks the node has run); per-joint values in
+    `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter."""
+    n = chain.n
+    to_chain = np.argsort(np.arange(n) if order is None else order)
+    q0, override = value("initial_positions"), value("effort_limits")
+    if q0 is None or (isinstance(q0, (list, tuple)) and len(q0) == 0):
+        q0 = default_initial_positions(chain)
+    else:
+        q0 = np.atleast_1d(np.asarray(q0, dtype=float))
+        if q0.shape != (n,) or not np.all(np.isfinite(q0)):
+            raise ValueError(f"initial_positions must be {n} finite values, got {q0.tolist()}")
+        q0 = q0[to_chain]
+    unset = override is None or (isinstance(override, (list, tuple)) and len(override) == 0)
+    dt = value("dt")
+    return dict(
+        q0=q0, dt=dt, integrator=value("integrator"),
+        limits=effort_limits(chain, () if unset else gain_vector(override, n, "effort_limits")[to_chain]),
+        publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
+        synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
+        command_timeout=value("command_timeout"),
+        model=chain.with_payload(value("payload_mass"), value("payload_com"),
+                                 value("payload_inertia"), value("payload_link") or None))
+
+
+class SimulatorCore:
+    """The simulation, the last command, brakes, the command timeout and deadline accounting."""
+
+    def __init__(self, chain, settings):
+        self.chain = chain  # from the URDF; the simulation runs settings["model"] (payload)
+        s = self.settings = settings
+        self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"])
+        self.command = np.zeros(chain.n)
+        self.braked = s["braked"]  # released by the first command
+        self.command_seen = None  # when the last command came: sim time if synchronous
+        self.timed_out = False
+        self.answered = False  # a command came since the last published state
+        self.states = 0  # states published while commands were expected
+        self.missed = 0  # of those, states no new command answered in time
+        self.timeouts = 0
+        self.pace = None  # (now, sim t) at the first command: the real-time factor counts from it
+        self._next_report = REPORT_EVERY
+        self.events = deque()  # appended and drained from different threads
+
+    def _say(self, level, text, throttle=False):
+        self.events.append((level, text, throttle))
+
+    def drain(self):
+        """The events since the last drain, oldest first."""
+        return [self.events.popleft() for _ in range(len(self.events))]
+
+    def set_model(self, model):
+        """A new payload: the next step carries it."""
+        self.sim.chain = model
+
+    def _clock(self, now):
+        return self.sim.t if self.settings["synchronous"] else now
+
+    def on_command(self, now, tau):
+        """A good effort command, chain order."""
+        self.command = tau
+        self.command_seen = self._clock(now)
+        self.answered = True
+        if self.pace is None:
+            self.pace = (now, self.sim.t)
+        if self.timed_out:
+            self.timed_out = False
+            self._say("warning", f"effort commands are back at t = {self.sim.t:.3f} s")
+        if self.braked:
+            self.braked = False
+            self._say("info", f"first command at t = {self.sim.t:.3f} s: brakes released")
+
+    def step(self, now):
+        """One dt: braked, or under the last command (zero after command_timeout). Returns
+        whether a state is due now (every publish_every steps)."""
+        self._check_command_timeout(now)
+        if self.braked:
+            self.sim.hold()
+        elif not self.sim.step(self.command):
+            self._say("warning", f"numerical blow-up at t = {self.sim.t:.3f} s: reset to the "
+                      f"last finite state ({self.sim.blowups} so far)", throttle=True)
+        return self.sim.steps % self.settings["publish_every"] == 0
+
+    def _check_command_timeout(self, now):
+        timeout = self.settings["command_timeout"]
+        if timeout <= 0 or self.command_seen is None or self.timed_out:
+            return
+        silent = self._clock(now) - self.command_seen
+        if silent > timeout:
+            self.timed_out = True
+            self.timeouts += 1
+            self.command = np.zeros(self.chain.n)
+            self._say("warning", f"no effort command for {silent:.3f} s (command_timeout "
+                      f"{timeout} s): zero effort, the arm falls as hardware would")
+
+    def published(self, now):
+        """A state went out: count it, and whether the one before got its answer."""
+        if self.command_seen is not None:
+            self.states += 1
+            self.missed += not self.answered
+        self.answered = False
+        if self.sim.t >= self._next_report and self.states:
+            self._next_report = self.sim.t + REPORT_EVERY
+            self._say("info", self.deadline_report(now))
+
+    def real_time_factor(self, now):
+        """Simulated s per wall s since the first command; None before it."""
+        if self.pace is None or now <= self.pace[0]:
+            return None
+        return (self.sim.t - self.pace[1]) / (now - self.pace[0])
+
+    def deadline_report(self, now):
+        """States published since the first command, how many got no new command in time, and
+        the real-time factor achieved."""
+        share = 100.0 * (1 - self.missed / self.states) if self.states else 100.0
+        rtf = self.real_time_factor(now)
+        return (f"deadlines: {self.states} states, {self.missed} missed (no new command "
+                f"before the next state), {share:.2f} % met; real-time factor "
+                + ("-" if rtf is None else f"{rtf:.3f}"))

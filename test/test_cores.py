@@ -1,0 +1,128 @@
+"""The controller and simulator cores without ROS: plain calls with synthetic time.
+
+References: the law on arrays (the same ControlLaw the core holds), g(q) from inverse dynamics
+(a static hold), and the timeouts' own definitions.
+"""
+
+import numpy as np
+import pytest
+
+from conftest import URDF_DIR
+from dyn_control import gravity_torques, load_chain
+from dyn_control.controller_core import ControllerCore, controller_settings
+from dyn_control.parameters import CONTROLLER, SIMULATOR
+from dyn_control.simulator_core import SimulatorCore, simulator_settings
+from dyn_control.trajectory import Trajectory
+
+Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
+ZERO = np.zeros(7)
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return load_chain(URDF_DIR / "default_arm.urdf")
+
+
+def defaults(table, **overrides):
+    values = {p.name: p.default for p in table}
+    values.update(overrides)
+    return values.__getitem__
+
+
+def controller(chain, **overrides):
+    return ControllerCore(chain, controller_settings(chain, defaults(CONTROLLER, **overrides)))
+
+
+def test_controller_holds_the_first_state_then_tracks_a_goal(chain):
+    core = controller(chain)
+    assert core.update(0.0) is None  # no state yet: nothing to say or send
+    command = core.update(0.0, (1.0, Q, ZERO))
+    # holding at rest on target: tau = g(q) exactly (computed torque with e = ed = 0)
+    np.testing.assert_allclose(command.tau, gravity_torques(chain, Q), atol=1e-9)
+    core.set_goal(lambda t, current: Trajectory(t, current, [1.0], [Q + 0.1]))
+    command = core.update(0.5, (1.5, Q, ZERO))
+    np.testing.assert_allclose(command.desired[0], Q + 0.05, atol=1e-12)  # linear, halfway
+    np.testing.assert_allclose(command.errors[0], 0.05, atol=1e-12)
+
+
+def test_controller_goal_before_the_first_state_waits_for_it(chain):
+    core = controller(chain)
+    core.set_goal(lambda t, current: Trajectory(t, current, [1.0], [Q + 0.1]))
+    assert core.trajectory is None and core.pending is not None
+    core.update(0.0, (5.0, Q, ZERO))
+    assert core.trajectory.start_time == 5.0 and core.pending is None
+
+
+def test_controller_state_timeout_holds_then_recovers_without_a_jump(chain):
+    core = controller(chain)
+    core.update(0.0, (1.0, Q, ZERO))
+    assert core.update(0.1) is None and not core.stale  # silent for exactly state_timeout: fine
+    hold = core.update(0.15)
+    assert core.stale and hold.desired is None
+    np.testing.assert_allclose(hold.tau, gravity_torques(chain, Q), atol=1e-12)
+    assert core.update(0.16).tau is not None  # keeps holding
+    events = [text for _, text, _ in core.drain()]
+    assert sum("no good joint state" in text for text in events) == 1  # warned once
+    back = core.update(0.2, (1.2, Q, ZERO))
+    assert not core.stale
+    np.testing.assert_allclose(back.tau, hold.tau, atol=1e-9)  # at rest: the holding torque
+
+
+def test_controller_state_timeout_stop_sends_nothing(chain):
+    core = controller(chain, on_state_timeout="stop")
+    core.update(0.0, (1.0, Q, ZERO))
+    assert core.update(0.2) is None and core.stale
+
+
+def test_controller_rate_limit_and_timer_ticks(chain):
+    core = controller(chain, max_effort_rate=100.0, rate=500.0)
+    assert core.update(0.0, (1.0, Q, ZERO)) is None  # rate > 0: a state alone sends nothing
+    first = core.tick().tau
+    core.update(0.0, (1.002, Q + 0.2, ZERO))
+    step = core.tick().tau - first
+    assert np.abs(step).max() == pytest.approx(0.2, rel=1e-9)  # 100 N m/s over 2 ms
+
+
+def test_controller_non_finite_effort_is_not_sent(chain):
+    core = controller(chain)
+    core.update(0.0, (1.0, Q, ZERO))
+    assert core.update(0.0, (1.001, Q, np.full(7, 1e200))) is None
+    assert any("non-finite" in text and throttle for _, text, throttle in core.drain())
+
+
+def simulator(chain, **overrides):
+    return SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR, **overrides)))
+
+
+@pytest.mark.parametrize("synchronous", [False, True])
+def test_simulator_command_timeout_zeroes_the_effort(chain, synchronous):
+    # free running: wall time since the last command; synchronous: simulated time
+    core = simulator(chain, synchronous=synchronous)
+    core.on_command(0.0, np.full(7, 5.0))
+    assert not core.braked and np.all(core.command == 5.0)
+    timeout = core.settings["command_timeout"]
+    steps = int(timeout / core.sim.dt) + 2
+    for k in range(steps):  # synchronous: simulated time runs out; free running: wall time not
+        core.step(0.0)
+    assert core.timed_out == synchronous
+    if not synchronous:
+        core.step(timeout + 0.01)
+        assert core.timed_out
+    assert np.all(core.command == 0.0) and core.timeouts == 1
+    core.on_command(1.0, np.full(7, 1.0))  # commands back
+    assert not core.timed_out and np.all(core.command == 1.0)
+
+
+def test_simulator_brakes_until_the_first_command_and_counts_deadlines(chain):
+    core = simulator(chain)
+    q0 = core.sim.q.copy()
+    for _ in range(10):
+        core.step(0.0)
+    np.testing.assert_array_equal(core.sim.q, q0)  # braked: time runs, the arm does not move
+    assert core.sim.steps == 10
+    core.published(0.0)
+    assert core.states == 0  # before the first command nothing is expected
+    core.on_command(0.0, ZERO)
+    core.published(0.001)  # answered
+    core.published(0.002)  # not answered
+    assert (core.states, core.missed) == (2, 1)
