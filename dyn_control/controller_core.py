@@ -22,6 +22,7 @@ import numpy as np
 
 from .control import (ControlLaw, critical_damping, effort_limits, gain_vector, limit_rate,
                       trajectory_violation)
+from .model import to_chain_order
 from .trajectory import Trajectory
 
 REPORT_EVERY = 5.0  # s of state time between two compute-time reports
@@ -43,9 +44,7 @@ def controller_settings(chain, value, order=None):
     order = np.arange(n) if order is None else order
 
     def per_joint(name):
-        out = np.empty(n)
-        out[order] = gain_vector(value(name), n, name)
-        return out
+        return to_chain_order(gain_vector(value(name), n, name), order)
 
     kp = per_joint("kp")
     override = value("effort_limits")

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - exercised through .py_func in the test
     def get_num_threads():
         return 1
 
-REVOLUTE, PRISMATIC = 0, 1
+from .model import PRISMATIC, REVOLUTE  # noqa: F401  (the joint-type codes, stated there)
 jit = njit(cache=True, fastmath=False, nogil=True)  # how every kernel is compiled
 
 

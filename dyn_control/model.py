@@ -55,7 +55,22 @@ class JointInfo:
     friction: float = 0.0  # N m or N
 
 
-@dataclass
+def position_bounds(lower, upper):
+    """URDF position limits (n,) -> (min, max) each joint can reach. lower >= upper (a URDF
+    leaves both 0 when it gives none) or a continuous joint means no limit: -inf, inf."""
+    limited = lower < upper
+    return np.where(limited, lower, -np.inf), np.where(limited, upper, np.inf)
+
+
+def to_chain_order(values, order):
+    """Per-joint values in command order -> chain order; order[i] is the chain index of the
+    i-th commanded joint (the other way is values[order])."""
+    out = np.empty_like(values)
+    out[order] = values
+    return out
+
+
+@dataclass(frozen=True)
 class Chain:
     """A serial chain of n joints with lumped bodies; arrays are float64, index i = joint i.
 
@@ -65,8 +80,9 @@ class Chain:
     gravity: (3,) m/s^2 in the base frame. base_rotation: (3, 3) base frame in the URDF root frame.
     tip_rotation, tip_offset: pose of the tip link in body n-1's frame (fixed joints past the
     last movable joint).
-    A chain is read-only once built (derived arrays are computed once); to use another gravity,
-    pass `gravity=` to the dynamics functions.
+    A chain is immutable once built: its fields cannot be reassigned and its arrays are
+    read-only (derived arrays are computed once); `with_payload` or dataclasses.replace make a
+    new one. To use another gravity, pass `gravity=` to the dynamics functions.
     """
 
     joints: tuple
@@ -87,19 +103,26 @@ class Chain:
     findings: tuple = ()  # validity findings (warnings) for `inspect`
 
     def __post_init__(self):
-        self.base_acceleration = -self.gravity  # how gravity enters Newton-Euler
-        # per-joint arrays (n,), built once: the control and simulation ticks read them
-        self.lower, self.upper = self._limit("lower"), self._limit("upper")  # rad or m
-        self.effort_limits = self._limit("effort")  # N m or N
-        self.velocity_limits = self._limit("velocity")  # rad/s or m/s
-        self.damping, self.friction = self._limit("damping"), self._limit("friction")
-        self.continuous = np.array([j.type == "continuous" for j in self.joints], dtype=bool)
-        # The kernels use the inertia about the body frame origin and the first mass moment.
-        self.h = self.mass[:, None] * self.com
-        self.inertia_origin = np.array([
-            inertia + m * (c @ c * np.eye(3) - np.outer(c, c))
-            for m, c, inertia in zip(self.mass, self.com, self.inertia)
-        ]).reshape(-1, 3, 3)
+        lower, upper = self._limit("lower"), self._limit("upper")  # rad or m
+        derived = dict(
+            base_acceleration=-self.gravity,  # how gravity enters Newton-Euler
+            # per-joint arrays (n,), built once: the control and simulation ticks read them
+            lower=lower, upper=upper, effort_limits=self._limit("effort"),  # N m or N
+            velocity_limits=self._limit("velocity"),  # rad/s or m/s
+            damping=self._limit("damping"), friction=self._limit("friction"),
+            continuous=np.array([j.type == "continuous" for j in self.joints], dtype=bool),
+            # The kernels use the inertia about the body frame origin and the first mass moment.
+            h=self.mass[:, None] * self.com,
+            inertia_origin=np.array([
+                inertia + m * (c @ c * np.eye(3) - np.outer(c, c))
+                for m, c, inertia in zip(self.mass, self.com, self.inertia)
+            ]).reshape(-1, 3, 3))
+        derived["position_min"], derived["position_max"] = position_bounds(lower, upper)
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+        for value in vars(self).values():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
 
     @property
     def n(self) -> int:

@@ -37,10 +37,10 @@ DEFAULT_DT = 1e-3  # s
 
 def default_initial_positions(chain):
     """Zeros, or the middle of the position limits where zero lies outside them."""
-    lower, upper = chain.lower, chain.upper
-    limited = lower < upper
-    outside = limited & ((lower > 0) | (upper < 0))
-    return np.where(outside, 0.5 * (lower + upper), 0.0)
+    low, high = chain.position_min, chain.position_max
+    outside = (low > 0) | (high < 0)  # (then both are finite)
+    with np.errstate(invalid="ignore"):  # -inf + inf where unlimited, not chosen
+        return np.where(outside, 0.5 * (low + high), 0.0)
 
 
 def stiff_joints(chain, q, dt=DEFAULT_DT):
@@ -81,10 +81,7 @@ class Simulation:
         self.blowups = 0  # steps undone because the state became non-finite
         self.effort_limits = (np.full(chain.n, np.inf) if effort_limits is None
                               else np.asarray(effort_limits, dtype=float))
-        lower, upper = chain.lower, chain.upper
-        limited = lower < upper  # lower >= upper (e.g. both 0, unspecified) means no limit
-        self.lower = np.where(limited, lower, -np.inf)
-        self.upper = np.where(limited, upper, np.inf)
+        self.lower, self.upper = chain.position_min.copy(), chain.position_max.copy()
         self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
 
     def step(self, tau):

@@ -13,6 +13,8 @@ set-point: it applies at once.
 
 import numpy as np
 
+from .model import position_bounds
+
 
 def _segment(p0, v0, a0, p1, v1, a1, T, kind):
     """Coefficients c (6, n) of p(s) = sum c_k s^k on [0, T] meeting the boundary values."""
@@ -153,8 +155,8 @@ def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2
     """
     q0 = np.asarray(q0, dtype=float)
     n = q0.size
-    limited = lower < upper
-    room = np.minimum(q0 - np.where(limited, lower, -np.inf), np.where(limited, upper, np.inf) - q0)
+    low, high = position_bounds(np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
+    room = np.minimum(q0 - low, high - q0)
     amp = np.minimum(amplitude, 0.9 * np.maximum(room, 0.0) / 1.5)  # |sum of sines| <= 1.5
     w1 = 2 * np.pi * frequency * (1 + 0.1 * np.arange(n))
     w2 = 1.7 * w1

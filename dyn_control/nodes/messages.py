@@ -213,9 +213,8 @@ def read_trajectory(msg, chain, now, current):
                        ("accelerations", accelerations)):
         if arr is not None and not np.all(np.isfinite(arr)):
             raise BadMessage(f"trajectory has non-finite {label}")
-    lower, upper = chain.lower, chain.upper
-    limited = lower < upper
-    outside = limited & ((positions < lower) | (positions > upper)).any(axis=0)
+    lower, upper = chain.position_min, chain.position_max
+    outside = ((positions < lower) | (positions > upper)).any(axis=0)
     if outside.any():
         j = int(np.argmax(outside))
         worst = positions[:, j][np.argmax(np.maximum(lower[j] - positions[:, j], positions[:, j] - upper[j]))]

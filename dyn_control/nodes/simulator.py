@@ -28,6 +28,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from ..model import to_chain_order
 from ..parameters import SIMULATOR
 from ..simulation import default_initial_positions  # noqa: F401  (tests import it from here)
 from ..simulator_core import SimulatorCore, simulator_settings
@@ -93,9 +94,7 @@ class DynamicsSimulator(Node):
         except messages.BadMessage as err:
             self.get_logger().warning(f"command dropped: {err}", throttle_duration_sec=1.0)
             return
-        command = np.empty_like(tau)
-        command[self.order] = tau
-        self.core.on_command(time.monotonic(), command)
+        self.core.on_command(time.monotonic(), to_chain_order(tau, self.order))
         self._answered.set()
         log_events(self, self.core)
 
