@@ -27,7 +27,7 @@ venv-test: $(VENV)/.test
 
 # A ROS domain of its own (77 unless set), so the demo does not talk to another graph here.
 demo: $(VENV)/.runtime
-	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m dyn_control.demo --arm $(ARM) --out out
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out
 
 test: $(VENV)/.test
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test

@@ -10,7 +10,7 @@ PACKAGE = "dyn_control"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*", "bench"]),
+    packages=find_packages(exclude=["test", "test.*", "bench", "harness", "harness.*"]),
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -31,9 +31,9 @@ from dyn_control import kernels
 from dyn_control.control import effort_limits, trajectory_violation
 from dyn_control.trajectory import Trajectory, sine_waypoints
 from dyn_control.dynamics import model_arrays
-from dyn_control.examples import random_chain_urdf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
+from examples import random_chain_urdf  # noqa: E402  (the tests' random chains)
 from pin_reference import PinReference  # noqa: E402  (the tests' Pinocchio reference)
 
 HERE = pathlib.Path(__file__).resolve().parent

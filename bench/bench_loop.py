@@ -31,8 +31,10 @@ from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from dyn_control import processes
 from dyn_control.nodes import messages
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the source tree
+from harness import processes  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 Q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]

@@ -4,7 +4,7 @@
         [use_sim_time:=true] [controller_params:=YAML] [demo:=true]
 
 The URDF (or xacro) reaches every node as the robot_description parameter. Parameter defaults
-come from config/*.yaml, the same files the pytest harness (dyn_control.processes) passes.
+come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
 """
 
 import os

@@ -15,6 +15,7 @@ import sysconfig
 import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PACKAGE_DIR))  # harness/, the process harness the tests share
 URDF_DIR = PACKAGE_DIR / "urdf"
 CONFIG_DIR = PACKAGE_DIR / "config"
 

@@ -21,8 +21,10 @@ import rclpy
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
-from dyn_control import processes
 from dyn_control.nodes import messages
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the source tree
+from harness import processes  # noqa: E402
 
 
 def rss_mb(pid):

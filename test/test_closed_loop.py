@@ -1,6 +1,6 @@
 """Closed loop: simulator, controller and demo trajectory as separate processes over DDS.
 
-The installed console scripts run with the parameters of config/*.yaml (dyn_control.processes),
+The installed console scripts run with the parameters of config/*.yaml (harness/processes.py),
 on simulation time, with the simulator synchronous (it waits for the command answering each
 state), so that the result does not depend on the machine's load. At real time: as fast as it
 goes (a real-time factor of about 4.5 here), the test's Python recorder falls behind. References: the issue's bounds, RMS tracking error
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from dyn_control.demo import closed_loop, tracking_figures  # noqa: E402
+from harness.demo import closed_loop, tracking_figures  # noqa: E402
 
 
 @pytest.fixture(scope="module")

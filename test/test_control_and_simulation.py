@@ -15,7 +15,7 @@ from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, ki
                          load_chain, potential_energy)
 from dyn_control.control import (ControlLaw, check_mode, control_torque, critical_damping,
                                  effort_limits, gain_vector, saturate)
-from dyn_control.examples import joint, link, inertial, robot
+from examples import joint, link, inertial, robot
 from dyn_control.simulation import Simulation
 
 Q0 = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])

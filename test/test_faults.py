@@ -28,9 +28,9 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from conftest import PACKAGE_DIR  # noqa: E402
-from dyn_control import processes  # noqa: E402
-from dyn_control.demo import closed_loop, tracking_figures  # noqa: E402
-from dyn_control.nodes.recorder import Recorder  # noqa: E402
+from harness import processes  # noqa: E402
+from harness.demo import closed_loop, tracking_figures  # noqa: E402
+from harness.recorder import Recorder  # noqa: E402
 
 ARM, ARM_CONFIGS = processes.arm_files("default_arm")
 

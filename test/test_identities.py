@@ -12,7 +12,7 @@ from conftest import URDF_DIR, robots_dir
 from dyn_control import (bias_forces, forward_dynamics, gravity_torques, inverse_dynamics,
                          kinetic_energy, load_chain, mass_matrix, potential_energy)
 from dyn_control import dynamics, kernels
-from dyn_control.examples import random_chain_urdf
+from examples import random_chain_urdf
 
 ROUND_OFF = 1e-10  # relative, for identities that hold exactly up to floating point
 FINITE_DIFF = 1e-6  # relative, for identities checked by central differences (step 1e-6)

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from conftest import PACKAGE_DIR, URDF_DIR
-from dyn_control.examples import inertial, joint, link, robot
+from examples import inertial, joint, link, robot
 
 
 def run(*args):

@@ -1,6 +1,6 @@
 """The system as sim.launch.py starts it, without `launch`: the installed console scripts as
 separate processes with the parameters read from the same config/*.yaml files
-(dyn_control.processes), on simulation time, with the simulator synchronous at a real-time
+(harness/processes.py), on simulation time, with the simulator synchronous at a real-time
 factor of at most 1, as `make demo` runs it. Checks that the controller started before the simulator waits, then converges, and
 that every process exits 0 on SIGINT.
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from dyn_control.demo import closed_loop, tracking_figures  # noqa: E402
+from harness.demo import closed_loop, tracking_figures  # noqa: E402
 
 
 @pytest.fixture(scope="module")

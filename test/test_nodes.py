@@ -25,7 +25,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
 from dyn_control.nodes.simulator import DynamicsSimulator, default_initial_positions  # noqa: E402
-from dyn_control.processes import executable, ros_args  # noqa: E402
+from harness.processes import executable, ros_args  # noqa: E402
 
 DOMAIN = 61
 ARM = str(URDF_DIR / "default_arm.urdf")

@@ -6,9 +6,10 @@ import ast
 from conftest import PACKAGE_DIR, require
 
 RUNTIME = {"rclpy", "sensor_msgs", "std_msgs", "trajectory_msgs", "rosgraph_msgs", "urdfdom_py",
-           "xacro", "python3-numpy", "python3-numba", "python3-lxml", "python3-yaml",
+           "xacro", "python3-numpy", "python3-numba", "python3-lxml",
            "rcl_interfaces", "builtin_interfaces", "ament_index_python"}
-TEST = {"launch_testing", "launch_testing_ros", "python3-pytest", "python3-scipy", "pinocchio"}
+TEST = {"launch_testing", "launch_testing_ros", "python3-pytest", "python3-scipy", "pinocchio",
+        "python3-yaml", "python3-matplotlib"}
 
 
 def test_package_xml_parses_and_declares_the_dependencies():
@@ -18,6 +19,7 @@ def test_package_xml_parses_and_declares_the_dependencies():
     assert pkg.get_build_type() == "ament_python"
     exec_deps = {d.name for d in pkg.exec_depends}
     assert RUNTIME <= exec_deps, RUNTIME - exec_deps
+    assert not exec_deps & {"python3-yaml", "python3-matplotlib"}  # only tests and the demo
     test_deps = {d.name for d in pkg.test_depends}
     assert TEST <= test_deps, TEST - test_deps
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import require, robots_dir
 from dyn_control import (bias_forces, forward_dynamics, inverse_dynamics, load_chain,
                          mass_matrix)
-from dyn_control.examples import random_chain_urdf
+from examples import random_chain_urdf
 
 pin = require("pinocchio")
 from pin_reference import PinReference  # noqa: E402  (needs pinocchio)

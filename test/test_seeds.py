@@ -10,7 +10,7 @@ import pytest
 from conftest import URDF_DIR, require
 from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, kinetic_energy,
                          load_chain, mass_matrix, potential_energy)
-from dyn_control.examples import inertial, joint, link, planar_urdf, robot
+from examples import inertial, joint, link, planar_urdf, robot
 
 G = 9.81
 ROUND_OFF = 1e-12

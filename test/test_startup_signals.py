@@ -16,7 +16,7 @@ import pytest
 from conftest import URDF_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from dyn_control import processes  # noqa: E402
+from harness import processes  # noqa: E402
 
 ARM = str(URDF_DIR / "default_arm.urdf")
 READY = {"computed_torque_controller": "7 joints", "dynamics_simulator": "7 joints",

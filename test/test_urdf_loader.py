@@ -12,7 +12,7 @@ import pytest
 
 from conftest import URDF_DIR
 from dyn_control import (InertiaWarning, URDFError, inverse_dynamics, load_chain, mass_matrix)
-from dyn_control.examples import inertial, joint, link, robot
+from examples import inertial, joint, link, robot
 
 ROUND_OFF = 1e-12
 BODY = inertial(1.0, (0.1, 0, 0), np.diag([0.01, 0.02, 0.02]))

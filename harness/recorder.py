@@ -10,7 +10,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
-from . import messages
+from dyn_control.nodes import messages
 
 CONTROLLER = "/computed_torque_controller"
 

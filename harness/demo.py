@@ -1,6 +1,6 @@
 """The closed-loop simulated arm, as `make demo` runs it.
 
-    python -m dyn_control.demo [--arm default_arm|two_link|PATH] [--duration 10] [--mode MODE]
+    python -m harness.demo [--arm default_arm|two_link|PATH] [--duration 10] [--mode MODE]
 
 Starts dynamics_simulator, computed_torque_controller and trajectory_demo as separate processes
 with the parameters of config/*.yaml (on simulation time), records the loop for the length of
@@ -33,7 +33,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     """
     import rclpy
 
-    from .nodes.recorder import Recorder
+    from .recorder import Recorder
 
     urdf, arm_configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf)}
