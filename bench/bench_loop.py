@@ -7,7 +7,7 @@ A stub publisher in this process sends the default arm's 7-joint state at each r
 with the wall time of sending. The controller, and a relay that does no work (bench/relay.py),
 answer each state with an effort command and a stamped ~/reference. From the stamps: latency
 p50/p99/max, and the share of states answered before the next state is due (deadline met).
-The controller's own compute time comes from its log.
+The controller's own compute time comes from its /diagnostics status.
 
 Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
 of states to one, then to the other (the relay listens on its own state topic). A drift of
@@ -19,7 +19,6 @@ The first second is warm-up.
 import argparse
 import json
 import pathlib
-import re
 import sys
 import tempfile
 import threading
@@ -29,9 +28,11 @@ import numpy as np
 import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
 from dyn_control.nodes import messages
+from dyn_control.nodes.common import read_diagnostics
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the source tree
 from harness import processes  # noqa: E402
@@ -57,6 +58,8 @@ class Probe:
         self.sent, self.answered = {}, {}  # stamp -> (node, send time); stamp -> answer time
         for _, answer in TOPICS.values():
             self.node.create_subscription(JointState, answer, self._on_answer, 1000)
+        self.diagnostics = {}  # node name -> (receipt time, {key: value})
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.executor = EventsExecutor()
         self.executor.add_node(self.node)
         self.spinning = True
@@ -72,6 +75,20 @@ class Probe:
         key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         if key in self.sent:
             self.answered[key] = now
+
+    def _on_diagnostics(self, msg):
+        for name, values in read_diagnostics(msg).items():
+            self.diagnostics[name] = (time.monotonic(), values)
+
+    def diagnostics_after(self, name, after, timeout=3.0):
+        """The node's first /diagnostics status received after `after` (monotonic s), or None."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.diagnostics.get(name)
+            if got is not None and got[0] > after:
+                return got[1]
+            time.sleep(0.05)
+        return None
 
     def wait_ready(self, timeout=60.0):
         """Send states to every node at 20 Hz until each has answered."""
@@ -145,16 +162,15 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable"):
     try:
         probe.wait_ready()
         result = probe.run(rate, seconds)
+        status = probe.diagnostics_after("computed_torque_controller", time.monotonic())
     finally:
         probe.close()
         codes = {name: node.stop() for name, node in nodes.items()}
     for name, code in codes.items():
         result[name]["exit_code"] = code
-    reports = re.findall(r"compute time over (\d+) ticks: p50 ([\d.]+) us, p99 ([\d.]+) us",
-                         nodes["controller"].log())
-    if reports:
-        result["controller"]["compute_p50_us"], result["controller"]["compute_p99_us"] = map(
-            float, reports[-1][1:])
+    if status is not None:  # the controller's own compute time, over its last 5000 ticks
+        result["controller"]["compute_p50_us"] = status["compute_p50_us"]
+        result["controller"]["compute_p99_us"] = status["compute_p99_us"]
     return result
 
 

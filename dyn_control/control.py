@@ -76,6 +76,15 @@ def saturate(tau, limits):
 
 
 @jit
+def at_limit(tau, limits):
+    """Whether any joint's torque is at its saturation limit."""
+    for i in range(tau.shape[0]):
+        if abs(tau[i]) >= limits[i]:
+            return True
+    return False
+
+
+@jit
 def _law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, kp, kd, ki, integral_limit, wrap,
          damping, friction, deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
     """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,

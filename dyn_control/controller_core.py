@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .control import (ControlLaw, critical_damping, effort_limits, gain_vector, limit_rate,
-                      trajectory_violation)
+from .control import (ControlLaw, at_limit, critical_damping, effort_limits, gain_vector,
+                      limit_rate, trajectory_violation)
 from .model import to_chain_order
 from .trajectory import Trajectory
 
@@ -78,7 +78,7 @@ class ControllerCore:
         self.stale = False
         self.events = deque()  # appended and drained from different threads
         self.compute_s = deque(maxlen=5000)
-        self.ticks = self.stale_events = 0
+        self.ticks = self.saturated = self.stale_events = 0
         self._next_report = -np.inf
         self.configure(settings)
 
@@ -168,6 +168,7 @@ class ControllerCore:
         tau, e, ed = self.law(q, qd, *desired, dt)
         self.compute_s.append(time.perf_counter() - start)
         self.ticks += 1
+        self.saturated += at_limit(tau, self.limits)
         if t >= self._next_report:
             self._next_report = t + REPORT_EVERY
             self._say("info", self.compute_report())
@@ -205,6 +206,19 @@ class ControllerCore:
             return None
         self.command, self.command_time = tau, command.t
         return command._replace(tau=tau)
+
+    def diagnostics(self):
+        """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports."""
+        us = np.array(self.compute_s) * 1e6 if self.compute_s else np.zeros(1)
+        mode = ("waiting for joint states" if self.state is None else
+                "holding: no good joint state" if self.stale else "tracking")
+        return ("WARN" if self.stale else "OK", mode, {
+            "mode": self.settings["mode"], "ticks": self.ticks,
+            "compute_p50_us": round(float(np.percentile(us, 50)), 1),
+            "compute_p99_us": round(float(np.percentile(us, 99)), 1),
+            "compute_max_us": round(float(us.max()), 1),
+            "compute_window_ticks": len(self.compute_s),
+            "saturated_ticks": self.saturated, "stale_state_events": self.stale_events})
 
     def compute_report(self):
         us = np.array(self.compute_s) * 1e6

@@ -128,6 +128,18 @@ class SimulatorCore:
             self._next_report = self.sim.t + REPORT_EVERY
             self._say("info", self.deadline_report(now))
 
+    def diagnostics(self, now):
+        """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports."""
+        rtf = self.real_time_factor(now)
+        met = 100.0 * (1 - self.missed / self.states) if self.states else 100.0
+        message = ("braked until the first command" if self.braked else
+                   "no effort command: zero effort" if self.timed_out else "running")
+        return ("WARN" if self.timed_out or self.sim.blowups else "OK", message, {
+            "time": round(self.sim.t, 3), "states": self.states, "missed": self.missed,
+            "deadlines_met_percent": round(met, 2),
+            "real_time_factor": "-" if rtf is None else round(rtf, 3),
+            "blowups": self.sim.blowups, "command_timeouts": self.timeouts})
+
     def real_time_factor(self, now):
         """Simulated s per wall s since the first command; None before it."""
         if self.pace is None or now <= self.pace[0]:

@@ -11,7 +11,6 @@ error and the controller's compute time, and writes a plot (desired vs actual, e
 import argparse
 import os
 import pathlib
-import re
 import time
 
 import numpy as np
@@ -83,7 +82,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     return {"joint_names": recorder.joint_names, "t": t[:k][window] - start,
             "error": e[:k][window], "reference": q_d[:k][window],
             "position": q_d[:k][window] - e[:k][window], "effort": tau[:k][window],
-            "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone}
+            "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
+            "diagnostics": dict(recorder.diagnostics)}
 
 
 def _latest(recorder):
@@ -116,16 +116,25 @@ def tracking_figures(result):
     return np.sqrt(np.mean(e**2, axis=0)), np.max(np.abs(e), axis=0)
 
 
-def compute_time_line(controller_log):
-    """The controller's last compute-time report."""
-    lines = re.findall(r"compute time over .*", controller_log)
-    return lines[-1] if lines else "compute time: not reported"
+def compute_time_line(diagnostics):
+    """The controller's compute time, from its last /diagnostics status."""
+    d = diagnostics.get("computed_torque_controller")
+    if d is None:
+        return "compute time: no diagnostics received"
+    return (f"compute time over the last {d['compute_window_ticks']:.0f} ticks: p50 "
+            f"{d['compute_p50_us']} us, p99 {d['compute_p99_us']} us, max {d['compute_max_us']} us "
+            f"({d['ticks']:.0f} ticks, {d['saturated_ticks']:.0f} saturated, "
+            f"{d['stale_state_events']:.0f} stale-state events)")
 
 
-def deadline_line(simulator_log):
-    """The simulator's last report: deadlines met and the real-time factor achieved."""
-    lines = re.findall(r"deadlines: .*", simulator_log)
-    return lines[-1] if lines else "deadlines: not reported"
+def deadline_line(diagnostics):
+    """The simulator's deadlines, real-time factor and faults, from its last /diagnostics."""
+    d = diagnostics.get("dynamics_simulator")
+    if d is None:
+        return "deadlines: no diagnostics received"
+    return (f"deadlines: {d['states']:.0f} states, {d['missed']:.0f} missed, "
+            f"{d['deadlines_met_percent']} % met; real-time factor {d['real_time_factor']}; "
+            f"{d['blowups']:.0f} blow-ups, {d['command_timeouts']:.0f} command timeouts")
 
 
 def plot(result, path):
@@ -170,8 +179,8 @@ def main(argv=None):
     print(f"  {'joint':10} {'RMS error (rad)':>16} {'max error (rad)':>16}")
     for name, r, w in zip(result["joint_names"], rms, worst):
         print(f"  {name:10} {r:16.2e} {w:16.2e}")
-    print(f"\ncontroller {compute_time_line(result['logs']['computed_torque_controller'])}")
-    print(f"simulator {deadline_line(result['logs']['dynamics_simulator'])}")
+    print(f"\ncontroller {compute_time_line(result['diagnostics'])}")
+    print(f"simulator {deadline_line(result['diagnostics'])}")
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
     path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}.png"
     plot(result, path)

@@ -1,6 +1,7 @@
 """A node that records the closed loop from the outside: the controller's ~/error and
-~/reference (which carries the commanded torque). Used by the demo and the integration tests;
-it spins in a background thread so the caller can just wait and read."""
+~/reference (which carries the commanded torque), and the latest /diagnostics status of each
+node. Used by the demo and the integration tests; it spins in a background thread so the caller
+can just wait and read."""
 
 import threading
 
@@ -8,9 +9,11 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
 from dyn_control.nodes import messages
+from dyn_control.nodes.common import read_diagnostics
 
 CONTROLLER = "/computed_torque_controller"
 
@@ -21,6 +24,7 @@ class Recorder(Node):
         self.lock = threading.Lock()
         self.errors, self.references = [], []
         self.joint_names = None
+        self.diagnostics = {}  # node name -> {key: value} of its latest status
 
         def keep(store, with_names=False):
             def callback(msg):
@@ -34,6 +38,11 @@ class Recorder(Node):
 
         self.create_subscription(JointState, f"{controller}/error", keep(self.errors, True), 1000)
         self.create_subscription(JointState, f"{controller}/reference", keep(self.references), 1000)
+        def diagnostics(msg):
+            with self.lock:
+                self.diagnostics.update(read_diagnostics(msg))
+
+        self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
         self._stop = threading.Event()
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)

@@ -61,3 +61,14 @@ def test_a_real_arm_with_stiff_damping_tracks_over_dds(tmp_path):
     for bad in ("blow-up", "no good joint state", "no effort command", "Traceback"):
         assert bad not in logs, bad
     assert set(result["exit_codes"].values()) == {0}
+
+
+def test_both_nodes_report_on_diagnostics(runs):
+    # /diagnostics at 1 Hz: the last status before the stop covers all but the last second
+    d = runs["computed_torque"]["diagnostics"]
+    controller, simulator = d["computed_torque_controller"], d["dynamics_simulator"]
+    assert controller["mode"] == "computed_torque" and controller["ticks"] > 5000
+    assert 0 < controller["compute_p50_us"] <= controller["compute_p99_us"] <= controller["compute_max_us"]
+    assert controller["stale_state_events"] == 0
+    assert simulator["states"] > 5000 and simulator["missed"] == 0 and simulator["blowups"] == 0
+    assert 0 < simulator["real_time_factor"] <= 1.05 and simulator["command_timeouts"] == 0

@@ -153,10 +153,11 @@ def _fmt(values):
     return ", ".join(f"{x:.1e}" for x in values)
 
 
-def _deadlines(log):
-    match = re.findall(r"deadlines: (\d+) states, (\d+) missed", log)
-    assert match, "the simulator reported no deadline figures"
-    return tuple(map(int, match[-1]))
+def _deadlines(result):
+    """(states, missed) from the simulator's last /diagnostics status."""
+    figures = result["diagnostics"].get("dynamics_simulator")
+    assert figures, "the simulator reported no deadline figures"
+    return int(figures["states"]), int(figures["missed"])
 
 
 def _warnings(result):
@@ -187,7 +188,7 @@ def test_best_effort_with_dropped_states_stays_bounded(tmp_path):
                          simulator_params={**WIDE_SIMULATOR, **best_effort},
                          simulator_remaps={"/joint_states": "/joint_states_raw"}, helpers=[relay])
     rms, _ = tracking_figures(result)
-    published, missed = _deadlines(result["logs"]["dynamics_simulator"])
+    published, missed = _deadlines(result)
     print(f"10 % dropped: RMS {_fmt(rms)}; {missed} of {published} missed")
     assert np.all(rms < 5e-3), f"{rms}\n{_warnings(result)}"
     assert missed >= 0.05 * published  # the dropped states show as missed deadlines
@@ -202,7 +203,7 @@ def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
     result = closed_loop("default_arm", 6.0, None, tmp_path, 74, helpers=[hog],
                          controller_params=WIDE_CONTROLLER, simulator_params=WIDE_SIMULATOR)
     rms, _ = tracking_figures(result)
-    published, missed = _deadlines(result["logs"]["dynamics_simulator"])
+    published, missed = _deadlines(result)
     print(f"under load: RMS {_fmt(rms)}; {missed} of {published} missed")
     assert np.all(rms < 5e-3), f"{rms}\n{_warnings(result)}"
     assert published > 5000
@@ -222,7 +223,7 @@ def test_synchronous_loop_with_both_cores_busy_only_slows_down(tmp_path):
     # sync_timeout; the real-time factor is reported.
     result = closed_loop("default_arm", 6.0, None, tmp_path, 76, helpers=_cpu_hogs(2))
     rms, _ = tracking_figures(result)
-    published, missed = _deadlines(result["logs"]["dynamics_simulator"])
+    published, missed = _deadlines(result)
     rtf = re.findall(r"real-time factor (\d+\.\d+)", result["logs"]["dynamics_simulator"])
     print(f"both cores busy: RMS {_fmt(rms)}; {missed} of {published} missed; "
           f"real-time factor {rtf[-1] if rtf else '-'}")

@@ -14,7 +14,9 @@ import threading
 
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
@@ -71,6 +73,40 @@ def set_parameters_callback(node, table, apply):
         return SetParametersResult(successful=True)
 
     node.add_on_set_parameters_callback(on_set)
+
+
+_LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN}
+
+
+def publish_diagnostics(node, status, period=1.0):
+    """/diagnostics (diagnostic_msgs/DiagnosticArray) every `period` s of steady time: one status
+    named after the node from status() -> (level "OK" | "WARN", message, {key: value}), or
+    nothing while status() is None."""
+    publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+    def publish():
+        got = status()
+        if got is None:
+            return
+        level, message, values = got
+        msg = DiagnosticArray()
+        msg.header.stamp = node.get_clock().now().to_msg()
+        msg.status = [DiagnosticStatus(
+            level=_LEVELS[level], name=node.get_name(), message=message, hardware_id="dyn_control",
+            values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])]
+        publisher.publish(msg)
+
+    node.create_timer(period, publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def read_diagnostics(msg):
+    """DiagnosticArray -> {status name: {key: value}}, numbers as floats where they parse."""
+    def number(text):
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return {s.name: {kv.key: number(kv.value) for kv in s.values} for s in msg.status}
 
 
 def log_events(node, core):

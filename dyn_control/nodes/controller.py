@@ -22,7 +22,8 @@ from ..parameters import CONTROLLER
 from ..trajectory import Trajectory
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
-                     log_events, parameter_reader, reliability, run, set_parameters_callback)
+                     log_events, parameter_reader, publish_diagnostics, reliability, run,
+                     set_parameters_callback)
 
 
 class ComputedTorqueController(Node):
@@ -49,6 +50,7 @@ class ComputedTorqueController(Node):
                                  reliability(self))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, 10)
         set_parameters_callback(self, CONTROLLER, self._apply)
+        publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics())
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)

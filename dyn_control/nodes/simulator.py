@@ -34,8 +34,8 @@ from ..simulation import default_initial_positions  # noqa: F401  (tests import 
 from ..simulator_core import SimulatorCore, simulator_settings
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
-                     log_events, parameter_reader, payload_chain, reliability, run,
-                     set_parameters_callback)
+                     log_events, parameter_reader, payload_chain, publish_diagnostics,
+                     reliability, run, set_parameters_callback)
 
 
 class DynamicsSimulator(Node):
@@ -55,6 +55,8 @@ class DynamicsSimulator(Node):
         self.create_subscription(Float64MultiArray, "/effort_controller/commands",
                                  self._on_command, reliability(self))
         set_parameters_callback(self, SIMULATOR, self._apply)
+        publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
+            time.monotonic()))
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
