@@ -9,28 +9,21 @@ robot_state_publisher publishes it). joints sets the controlled joints and the o
 effort command: the order of your forward_command_controller's `joints`.
 """
 
-import os
-
-import xacro
-from ament_index_python.packages import get_package_share_directory
+from dyn_control.launch_support import PACKAGE, is_true, robot_description, share
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = "dyn_control"
-
-
 def _controller(context):
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
-    params = [value("controller_params")
-              or os.path.join(get_package_share_directory(PACKAGE), "config", "controller.yaml")]
+    params = [value("controller_params") or share("config", "controller.yaml")]
     if value("urdf_file"):
-        params.append({"robot_description": xacro.process_file(value("urdf_file")).toxml()})
+        params.append({"robot_description": robot_description(value("urdf_file"))})
     joints = [j.strip() for j in value("joints").strip("[]").split(",") if j.strip()]
     if joints:
         params.append({"joints": joints})
-    params.append({"use_sim_time": value("use_sim_time").lower() == "true"})
+    params.append({"use_sim_time": is_true(value("use_sim_time"))})
     return [Node(package=PACKAGE, executable="computed_torque_controller",
                  name="computed_torque_controller", output="screen", parameters=params,
                  remappings=[("/effort_controller/commands", value("effort_topic")),

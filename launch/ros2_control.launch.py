@@ -12,27 +12,19 @@ the controllers YAML (effort_controller.joints), and choose the hardware plugin 
 gz_ros2_control/GazeboSimSystem, mujoco_ros2_control/MujocoSystem or your robot's driver).
 """
 
-import os
-
-import xacro
-from ament_index_python.packages import get_package_share_directory
+from dyn_control.launch_support import PACKAGE, is_true, robot_description, share
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = "dyn_control"
-
-
 def _nodes(context):
-    share = get_package_share_directory(PACKAGE)
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
-    description_file = value("description") or os.path.join(
-        share, "urdf", "default_arm.ros2_control.urdf.xacro")
-    description = xacro.process_file(
-        description_file, mappings={"hardware_plugin": value("hardware_plugin")}).toxml()
-    controllers = value("controllers") or os.path.join(share, "config", "ros2_controllers.yaml")
-    sim_time = {"use_sim_time": value("use_sim_time").lower() == "true"}
+    description = robot_description(
+        value("description") or share("urdf", "default_arm.ros2_control.urdf.xacro"),
+        hardware_plugin=value("hardware_plugin"))
+    controllers = value("controllers") or share("config", "ros2_controllers.yaml")
+    sim_time = {"use_sim_time": is_true(value("use_sim_time"))}
     model = {"robot_description": description}
     return [
         Node(package="controller_manager", executable="ros2_control_node", output="screen",
@@ -46,7 +38,7 @@ def _nodes(context):
              arguments=["effort_controller", "--controller-manager", "/controller_manager"]),
         Node(package=PACKAGE, executable="computed_torque_controller",
              name="computed_torque_controller", output="screen",
-             parameters=[os.path.join(share, "config", "controller.yaml"), model, sim_time]),
+             parameters=[share("config", "controller.yaml"), model, sim_time]),
     ]
 
 

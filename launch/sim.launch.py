@@ -9,42 +9,34 @@ come from config/*.yaml, the same files the test harness (harness/processes.py) 
 
 import os
 
-import xacro
-from ament_index_python.packages import get_package_share_directory
+from dyn_control.launch_support import PACKAGE, is_true, robot_description, share
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = "dyn_control"
-
-
 def _nodes(context):
-    share = get_package_share_directory(PACKAGE)
-    config = os.path.join(share, "config")
     arm = LaunchConfiguration("arm").perform(context)
-    urdf_file = (LaunchConfiguration("urdf_file").perform(context)
-                 or os.path.join(share, "urdf", f"{arm}.urdf"))
-    description = xacro.process_file(urdf_file).toxml()
-    arm_params = os.path.join(config, f"{arm}.yaml")
-    arm_params = [arm_params] if os.path.isfile(arm_params) else []
-    sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() == "true"
+    description = robot_description(LaunchConfiguration("urdf_file").perform(context)
+                                     or share("urdf", f"{arm}.urdf"))
+    arm_params = [path for path in [share("config", f"{arm}.yaml")] if os.path.isfile(path)]
+    sim_time = is_true(LaunchConfiguration("use_sim_time").perform(context))
     controller_params = (LaunchConfiguration("controller_params").perform(context)
-                         or os.path.join(config, "controller.yaml"))
+                         or share("config", "controller.yaml"))
     model = {"robot_description": description}
     nodes = [
         Node(package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
              output="screen",
-             parameters=[os.path.join(config, "simulator.yaml"), *arm_params, model,
+             parameters=[share("config", "simulator.yaml"), *arm_params, model,
                          {"publish_clock": sim_time}]),
         Node(package=PACKAGE, executable="computed_torque_controller",
              name="computed_torque_controller", output="screen",
              parameters=[controller_params, model, {"use_sim_time": sim_time}]),
     ]
-    if LaunchConfiguration("demo").perform(context).lower() == "true":
+    if is_true(LaunchConfiguration("demo").perform(context)):
         nodes.append(Node(package=PACKAGE, executable="trajectory_demo", name="trajectory_demo",
                           output="screen",
-                          parameters=[os.path.join(config, "demo.yaml"), model,
+                          parameters=[share("config", "demo.yaml"), model,
                                       {"use_sim_time": sim_time}]))
     return nodes
 
@@ -61,8 +53,8 @@ def generate_launch_description():
                               description="YAML for the controller (default config/controller.yaml)"),
         DeclareLaunchArgument("demo", default_value="true",
                               description="start trajectory_demo"),
-        # Fast DDS over UDP loopback unless already chosen: its shared-memory transport stalled
-        # the loop for ~0.34 s now and then on the test machine (README, "DDS transport")
+        # Fast DDS over UDP loopback unless already chosen: its shared-memory transport can stall
+        # delivery longer than the watchdogs allow (README, "DDS transport")
         SetEnvironmentVariable("FASTDDS_BUILTIN_TRANSPORTS", EnvironmentVariable(
             "FASTDDS_BUILTIN_TRANSPORTS", default_value="UDPv4")),
         OpaqueFunction(function=_nodes),

@@ -72,9 +72,11 @@ def test_launch_files_define_launch_descriptions_from_the_shared_config():
 
 
 def _xacro_text():
-    xacro = require("xacro")
-    return xacro.process_file(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"),
-                              mappings={"hardware_plugin": "mock_components/GenericSystem"}).toxml()
+    # as ros2_control.launch.py expands it (dyn_control.launch_support)
+    require("xacro")
+    from dyn_control.launch_support import robot_description
+    return robot_description(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"),
+                             hardware_plugin="mock_components/GenericSystem")
 
 
 def test_ros2_control_xacro_gives_every_joint_effort_command_and_states():
