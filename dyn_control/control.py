@@ -49,9 +49,9 @@ def gain_vector(value, n, name):
     """A scalar or one value per joint -> (n,) finite, non-negative array; ValueError names it."""
     arr = np.atleast_1d(np.asarray(value, dtype=float))
     if arr.ndim != 1 or arr.size not in (1, n):
-        raise ValueError(f"{name} must be a scalar or {n} values, got {list(arr)}")
+        raise ValueError(f"{name} must be a scalar or {n} values, got {arr.tolist()}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {list(arr)}")
+        raise ValueError(f"{name} must be finite and >= 0, got {arr.tolist()}")
     return np.broadcast_to(arr, (n,)).copy()
 
 
@@ -187,7 +187,7 @@ def effort_limits(chain, override=()):
     """
     limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
     if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
-        raise ValueError(f"effort_limits must be {chain.n} values >= 0, got {list(override)}")
+        raise ValueError(f"effort_limits must be {chain.n} values >= 0, got {np.asarray(override).tolist()}")
     return np.where(limits > 0, limits, np.inf)
 
 

@@ -52,9 +52,9 @@ def executable(name) -> str:
 def loop_env(env=None):
     """env (default os.environ) with Fast DDS on UDP loopback unless the caller chose transports.
 
-    Fast DDS's default shared-memory transport stopped delivering to one of the loop's nodes
-    for ~0.34 s now and then on the 2-core test machine (2 of 8 runs of the dropped-states test
-    over shared memory, 0 of 12 over UDP; see README), longer than the watchdogs allow.
+    Fast DDS's default shared-memory transport can stop delivering to one of the loop's nodes
+    for longer than the watchdogs allow on a small machine (figures in the README, "DDS
+    transport").
     """
     env = dict(os.environ if env is None else env)
     env.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")

@@ -224,8 +224,8 @@ STOP_GRACE = 1.5  # s from a signal to the end of the process, whatever the node
 
 def _end_after_grace(name, wakeup, stopped):
     """Python runs signal handlers in the main thread only, between bytecodes: a main thread
-    stuck in C (a spin that does not return, seen once in a dozen `ros2 launch` stops under
-    load) or in a long callback never sees SIGINT or SIGTERM, and launch escalates to SIGKILL.
+    stuck in C (a spin that does not return) or in a long callback never sees SIGINT or
+    SIGTERM, and launch escalates to SIGKILL.
     The signal's number also arrives on `wakeup` (signal.set_wakeup_fd): allow the orderly
     stop STOP_GRACE s, then end the process with code 0."""
     os.read(wakeup, 1)
