@@ -15,7 +15,7 @@ Why this scheme:
   a fall with no input K + P rises by no more than integration error on every arm of
   example-robot-data (test/test_passive_physics.py).
 - Without damping, friction or a limit reached, step 2 is the identity, so the undamped
-  accuracy is RK4's (README, "How it is checked"). Semi-implicit Euler (integrator
+  accuracy is RK4's (README, dynamics_simulator). Semi-implicit Euler (integrator
   semi_implicit_euler) is kept for comparison; it drifts far more.
 - The compiled step is a few tens of microseconds for 7 joints (four forward dynamics, one
   mass matrix; `make bench`).
