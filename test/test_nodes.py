@@ -102,11 +102,11 @@ def test_joint_states_are_mapped_by_name_in_any_order():
     try:
         rng = np.random.default_rng(0)
         q, qd = Q + rng.uniform(-0.1, 0.1, 7), rng.uniform(-0.5, 0.5, 7)
-        node._on_joint_state(state_msg(1.0, NAMES, Q))  # first state: hold it
+        node.on_joint_state(state_msg(1.0, NAMES, Q))  # first state: hold it
         expected = expected_command(node, 1.5, q, qd)
         for perm in (np.arange(7), rng.permutation(7), rng.permutation(7)):
             names = [NAMES[i] for i in perm] + ["gripper_finger"]
-            node._on_joint_state(state_msg(1.5, names, np.append(q[perm], 0.3),
+            node.on_joint_state(state_msg(1.5, names, np.append(q[perm], 0.3),
                                            np.append(qd[perm], 9.0)))
             np.testing.assert_allclose(effort.messages[-1].data, expected, atol=1e-9)
         assert reference.messages[-1].header.stamp.sec == 1 and len(error.messages) == 4
@@ -118,7 +118,7 @@ def test_joints_parameter_sets_the_command_order():
     order = ["joint3", "joint1", "joint2", "joint7", "joint6", "joint5", "joint4"]
     node, effort, *_ = make_controller(joints=order)
     try:
-        node._on_joint_state(state_msg(0.5, NAMES, Q))
+        node.on_joint_state(state_msg(0.5, NAMES, Q))
         tau = node.core.command  # chain order
         np.testing.assert_allclose(effort.messages[-1].data,
                                    [tau[NAMES.index(j)] for j in order], atol=1e-12)
@@ -130,15 +130,15 @@ def test_joints_parameter_sets_the_command_order():
 def test_trajectory_interpolation_at_known_times(kind):
     node, _, reference, _ = make_controller()
     try:
-        node._on_joint_state(state_msg(2.0, NAMES, Q))
+        node.on_joint_state(state_msg(2.0, NAMES, Q))
         goal = Q + 0.2
         vel = np.full((1, 7), 0.1) if kind != "linear" else None
         acc = np.full((1, 7), -0.3) if kind == "quintic" else None
-        node._on_trajectory(trajectory_msg(NAMES, [1.0], [goal], vel, acc))  # stamp 0: t = 2
+        node.on_trajectory(trajectory_msg(NAMES, [1.0], [goal], vel, acc))  # stamp 0: t = 2
         assert node.core.trajectory.kind == kind
 
         def reference_at(t):
-            node._on_joint_state(state_msg(t, NAMES, Q))
+            node.on_joint_state(state_msg(t, NAMES, Q))
             ref = reference.messages[-1]
             return np.array(ref.position), np.array(ref.velocity)
 
@@ -160,14 +160,14 @@ def test_trajectory_interpolation_at_known_times(kind):
 def test_new_trajectory_replaces_the_running_one_without_a_jump():
     node, _, reference, _ = make_controller()
     try:
-        node._on_joint_state(state_msg(0.0, NAMES, Q))
-        node._on_trajectory(trajectory_msg(NAMES, [2.0], [Q + 0.5], [np.zeros(7)], [np.zeros(7)]))
-        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        node.on_joint_state(state_msg(0.0, NAMES, Q))
+        node.on_trajectory(trajectory_msg(NAMES, [2.0], [Q + 0.5], [np.zeros(7)], [np.zeros(7)]))
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
         before = np.array(reference.messages[-1].position)
-        node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q - 0.5], [np.zeros(7)], [np.zeros(7)]))
-        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q - 0.5], [np.zeros(7)], [np.zeros(7)]))
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
         np.testing.assert_allclose(reference.messages[-1].position, before, atol=1e-12)
-        node._on_joint_state(state_msg(2.0, NAMES, Q))
+        node.on_joint_state(state_msg(2.0, NAMES, Q))
         np.testing.assert_allclose(reference.messages[-1].position, Q - 0.5, atol=1e-9)
     finally:
         node.destroy_node()
@@ -176,11 +176,11 @@ def test_new_trajectory_replaces_the_running_one_without_a_jump():
 def test_trajectory_before_the_first_state_starts_with_it():
     node, _, reference, _ = make_controller()
     try:
-        node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
+        node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
         assert node.core.trajectory is None
-        node._on_joint_state(state_msg(5.0, NAMES, Q))  # starts now, from here
+        node.on_joint_state(state_msg(5.0, NAMES, Q))  # starts now, from here
         assert node.core.trajectory.kind == "linear" and node.core.trajectory.start_time == 5.0
-        node._on_joint_state(state_msg(6.0, NAMES, Q))
+        node.on_joint_state(state_msg(6.0, NAMES, Q))
         np.testing.assert_allclose(reference.messages[-1].position, Q + 0.1, atol=1e-12)
     finally:
         node.destroy_node()
@@ -193,8 +193,8 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
         assert result.successful
         np.testing.assert_array_equal(node.core.law.kd, np.full(7, 20.0))  # kd unset: follows 2 sqrt(kp)
         assert node.set_parameters([Parameter("mode", value="gravity_pd")])[0].successful
-        node._on_joint_state(state_msg(0.0, NAMES, Q))
-        node._on_joint_state(state_msg(0.1, NAMES, Q - 0.01))
+        node.on_joint_state(state_msg(0.0, NAMES, Q))
+        node.on_joint_state(state_msg(0.1, NAMES, Q - 0.01))
         g = expected_command(node, 0.1, Q - 0.01, np.zeros(7))
         np.testing.assert_allclose(effort.messages[-1].data, g, atol=1e-12)
         for name, value, reason in (("mode", "fast", "mode must be one of"),
@@ -220,21 +220,21 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
 def test_bad_messages_are_dropped_and_the_node_keeps_going():
     node, effort, *_ = make_controller()
     try:
-        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
         sent = len(effort.messages)
         nan_q = Q.copy()
         nan_q[3] = np.nan
         for bad in (state_msg(0.1, NAMES, nan_q), state_msg(0.1, NAMES[:-1], Q[:-1]),
                     JointState(name=NAMES, position=[0.0] * 6)):
-            node._on_joint_state(bad)
+            node.on_joint_state(bad)
         assert len(effort.messages) == sent
         running = node.core.trajectory
         for bad in (trajectory_msg(["joint1", "elbow"], [1.0], [[0.0, 0.0]]),
                     trajectory_msg(NAMES, [1.0, 1.0], [Q, Q]),
                     trajectory_msg(NAMES, [1.0], [Q + 10.0])):
-            node._on_trajectory(bad)
+            node.on_trajectory(bad)
             assert node.core.trajectory is running
-        node._on_trajectory(trajectory_msg(["joint2"], [1.0], [[0.7]]))  # partial goal: accepted
+        node.on_trajectory(trajectory_msg(["joint2"], [1.0], [[0.7]]))  # partial goal: accepted
         assert node.core.trajectory is not running
         np.testing.assert_allclose(node.core.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
     finally:
@@ -280,15 +280,15 @@ def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
         time.sleep(0.3)
         assert node.core.sim.steps == 0  # waiting for the answer to the initial state
         tau = np.linspace(-1, 1, 7)
-        node._on_command(Float64MultiArray(data=tau.tolist()))
+        node.on_command(Float64MultiArray(data=tau.tolist()))
         wait_until(lambda: states.messages, 5.0)
         assert node.core.sim.steps == 1 and states.messages[-1].header.stamp.nanosec == 1_000_000
         np.testing.assert_allclose(states.messages[-1].effort, tau)
         for bad in ([1.0] * 6, [np.nan] * 7):
-            node._on_command(Float64MultiArray(data=bad))
+            node.on_command(Float64MultiArray(data=bad))
         time.sleep(0.3)
         assert node.core.sim.steps == 1 and len(states.messages) == 1  # still waiting: no answer
-        node._on_command(Float64MultiArray(data=tau.tolist()))
+        node.on_command(Float64MultiArray(data=tau.tolist()))
         wait_until(lambda: len(states.messages) == 2, 5.0)
         assert node.core.sim.steps == 2 and node.core.missed == 0
     finally:
@@ -303,7 +303,7 @@ def test_simulator_synchronous_steps_on_after_sync_timeout_and_counts_a_miss():
         Parameter("sync_timeout", value=0.05)]
     node = DynamicsSimulator(parameter_overrides=overrides)
     try:
-        node._on_command(Float64MultiArray(data=[0.0] * 7))  # answers the state it sees now
+        node.on_command(Float64MultiArray(data=[0.0] * 7))  # answers the state it sees now
         wait_until(lambda: node.core.missed >= 1, 5.0)  # then nobody answers: a miss after 0.05 s
         start, steps = time.monotonic(), node.core.sim.steps
         wait_until(lambda: node.core.sim.steps >= steps + 10, 5.0)  # time runs on
@@ -354,7 +354,7 @@ def test_bad_configuration_stops_the_node_with_one_line(params, named):
 
 def go_stale(node, q):
     """A good state, then silence longer than state_timeout, then one watchdog tick."""
-    node._on_joint_state(state_msg(1.0, NAMES, q))
+    node.on_joint_state(state_msg(1.0, NAMES, q))
     node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.05)
 
 
@@ -370,7 +370,7 @@ def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump()
         node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.06)  # keeps holding
         assert len(effort.messages) == sent + 1
         held = np.array(effort.messages[-1].data)
-        node._on_joint_state(state_msg(1.5, NAMES, Q))  # states are back, arm where it was
+        node.on_joint_state(state_msg(1.5, NAMES, Q))  # states are back, arm where it was
         assert not node.core.stale
         # the first command after recovery equals the holding torque (at rest): no jump
         np.testing.assert_allclose(effort.messages[-1].data, held, atol=1e-9)
@@ -393,8 +393,8 @@ def test_state_timeout_stop_publishes_nothing():
 def test_bad_states_keep_the_last_command_at_most_state_timeout():
     node, effort, *_ = make_controller(on_state_timeout="stop")
     try:
-        node._on_joint_state(state_msg(1.0, NAMES, Q))
-        node._on_joint_state(state_msg(1.001, NAMES, Q * np.nan))  # bad: does not refresh
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
+        node.on_joint_state(state_msg(1.001, NAMES, Q * np.nan))  # bad: does not refresh
         node.on_watchdog(node.core.last_seen + 0.2)
         assert node.core.stale  # the bad state did not count as a state
     finally:
@@ -404,9 +404,9 @@ def test_bad_states_keep_the_last_command_at_most_state_timeout():
 def test_max_effort_rate_bounds_the_step_between_commands():
     node, effort, *_ = make_controller(max_effort_rate=100.0)  # N m/s: 0.1 N m per ms
     try:
-        node._on_joint_state(state_msg(1.000, NAMES, Q))
+        node.on_joint_state(state_msg(1.000, NAMES, Q))
         first = np.array(effort.messages[-1].data)
-        node._on_joint_state(state_msg(1.001, NAMES, Q + 0.2))  # asks for a big change
+        node.on_joint_state(state_msg(1.001, NAMES, Q + 0.2))  # asks for a big change
         step = np.array(effort.messages[-1].data) - first
         assert np.abs(step).max() == pytest.approx(0.1, rel=1e-9)
     finally:
@@ -466,9 +466,9 @@ def test_a_non_finite_effort_is_never_sent():
     # saturation does not help (clip keeps NaN), so the command must be refused before the wire
     node, effort, reference, _ = make_controller()
     try:
-        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
         sent = len(effort.messages)
-        node._on_joint_state(state_msg(1.001, NAMES, Q, np.full(7, 1e200)))
+        node.on_joint_state(state_msg(1.001, NAMES, Q, np.full(7, 1e200)))
         assert len(effort.messages) == sent  # refused
         assert all(np.all(np.isfinite(m.data)) for m in effort.messages)
         assert all(np.all(np.isfinite(m.effort)) for m in reference.messages)
@@ -513,11 +513,11 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
     from dyn_control import gravity_torques
     node, effort, *_ = make_controller()
     try:
-        node._on_joint_state(state_msg(1.0, NAMES, Q))  # at rest on target: tau = g(q)
+        node.on_joint_state(state_msg(1.0, NAMES, Q))  # at rest on target: tau = g(q)
         np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.core.chain, Q), atol=1e-9)
         assert node.set_parameters([Parameter("payload_mass", value=2),  # an integer works too
                                     Parameter("payload_com", value=[0.0, 0.0, 0.1])])[0].successful
-        node._on_joint_state(state_msg(1.001, NAMES, Q))
+        node.on_joint_state(state_msg(1.001, NAMES, Q))
         # the next tick holds with the loaded model: reference, g(q) of with_payload (static)
         heavy = node.core.chain.with_payload(2.0, (0.0, 0.0, 0.1))
         np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(heavy, Q), atol=1e-9)
@@ -556,11 +556,11 @@ def test_simulator_payload_at_run_time_and_a_bad_one_is_refused():
 def test_integral_is_kept_across_trajectories_and_reset_when_ki_goes_to_zero():
     node, *_ = make_controller(ki=8000.0)
     try:
-        node._on_joint_state(state_msg(1.0, NAMES, Q))  # holds Q
+        node.on_joint_state(state_msg(1.0, NAMES, Q))  # holds Q
         for k in range(1, 11):  # 10 ms 0.01 rad below target: the integral is e dt summed
-            node._on_joint_state(state_msg(1.0 + 0.001 * k, NAMES, Q - 0.01))
+            node.on_joint_state(state_msg(1.0 + 0.001 * k, NAMES, Q - 0.01))
         np.testing.assert_allclose(node.core.law.integral, 1e-4, rtol=1e-9)  # 0.01 rad x 10 ms
-        node._on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
+        node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
         assert node.set_parameters([Parameter("kp", value=300.0)])[0].successful  # law rebuilt
         np.testing.assert_allclose(node.core.law.integral, 1e-4, rtol=1e-9)  # kept by both
         assert node.set_parameters([Parameter("ki", value=0.0)])[0].successful
@@ -574,21 +574,21 @@ def test_integral_is_kept_across_trajectories_and_reset_when_ki_goes_to_zero():
 def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_holding(capfd):
     node, effort, *_ = make_controller()
     try:
-        node._on_joint_state(state_msg(1.0, NAMES, Q))
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
         holding = node.core.trajectory
         too_fast = Q + np.where(np.arange(7) == 1, 1.0, 0.0)  # joint2 by 1 rad in 0.2 s
-        node._on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
+        node.on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
         assert node.core.trajectory is holding
         err = capfd.readouterr().err
         assert "trajectory refused: joint 'joint2' needs torque" in err and "limit 176 N m" in err, err
-        node._on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
+        node.on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
         np.testing.assert_allclose(node.reference_msg.msg.position, Q, atol=1e-12)
         feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
-        node._on_trajectory(feasible)
+        node.on_trajectory(feasible)
         assert node.core.trajectory is not holding and node.core.trajectory.kind == "quintic"
         assert node.set_parameters([Parameter("trajectory_check", value="warn")])[0].successful
         running = node.core.trajectory
-        node._on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
+        node.on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
         assert node.core.trajectory is not running  # warn: accepted, and said
         assert "trajectory beyond the arm's limits: joint" in capfd.readouterr().err
         result = node.set_parameters([Parameter("trajectory_check", value="never")])[0]

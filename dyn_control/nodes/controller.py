@@ -46,9 +46,9 @@ class ComputedTorqueController(Node):
                      else lambda: clock.now().nanoseconds * 1e-9)
         configure_from_model(self)
         # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
-        self.create_subscription(JointState, "/joint_states", self._on_joint_state,
+        self.create_subscription(JointState, "/joint_states", self.on_joint_state,
                                  reliability(self))
-        self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, 10)
+        self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
         set_parameters_callback(self, CONTROLLER, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics())
 
@@ -90,7 +90,7 @@ class ComputedTorqueController(Node):
         """The watchdog's tick at `now` (default: the watchdog's clock now)."""
         self._send(self.core.update(self._now() if now is None else now))
 
-    def _on_joint_state(self, msg):
+    def on_joint_state(self, msg):
         if self.core is None:
             return
         try:
@@ -103,7 +103,7 @@ class ComputedTorqueController(Node):
             stamp = self.get_clock().now().nanoseconds * 1e-9
         self._send(self.core.update(self._now(), (stamp, q, qd)))
 
-    def _on_trajectory(self, msg):
+    def on_trajectory(self, msg):
         if self.core is None:
             return
         self.core.set_goal(lambda t, current: messages.read_trajectory(msg, self.core.chain, t, current))

@@ -53,7 +53,7 @@ class DynamicsSimulator(Node):
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         configure_from_model(self)
         self.create_subscription(Float64MultiArray, "/effort_controller/commands",
-                                 self._on_command, reliability(self))
+                                 self.on_command, reliability(self))
         set_parameters_callback(self, SIMULATOR, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
             time.monotonic()))
@@ -88,7 +88,7 @@ class DynamicsSimulator(Node):
         if self.core is not None:
             self.core.set_model(payload_chain(self.core.chain, parameter_reader(self, changes)))
 
-    def _on_command(self, msg):
+    def on_command(self, msg):
         if self.core is None:
             return
         try:
