@@ -116,25 +116,19 @@ def tracking_figures(result):
     return np.sqrt(np.mean(e**2, axis=0)), np.max(np.abs(e), axis=0)
 
 
-def compute_time_line(diagnostics):
-    """The controller's compute time, from its last /diagnostics status."""
-    d = diagnostics.get("computed_torque_controller")
-    if d is None:
-        return "compute time: no diagnostics received"
-    return (f"compute time over the last {d['compute_window_ticks']:.0f} ticks: p50 "
-            f"{d['compute_p50_us']} us, p99 {d['compute_p99_us']} us, max {d['compute_max_us']} us "
-            f"({d['ticks']:.0f} ticks, {d['saturated_ticks']:.0f} saturated, "
-            f"{d['stale_state_events']:.0f} stale-state events)")
+CONTROLLER_LINE = ("compute time over the last {compute_window_ticks:.0f} ticks: p50 "
+                   "{compute_p50_us} us, p99 {compute_p99_us} us, max {compute_max_us} us "
+                   "({ticks:.0f} ticks, {saturated_ticks:.0f} saturated, "
+                   "{stale_state_events:.0f} stale-state events)")
+SIMULATOR_LINE = ("deadlines: {states:.0f} states, {missed:.0f} missed, {deadlines_met_percent} % "
+                  "met; real-time factor {real_time_factor}; {blowups:.0f} blow-ups, "
+                  "{command_timeouts:.0f} command timeouts")
 
 
-def deadline_line(diagnostics):
-    """The simulator's deadlines, real-time factor and faults, from its last /diagnostics."""
-    d = diagnostics.get("dynamics_simulator")
-    if d is None:
-        return "deadlines: no diagnostics received"
-    return (f"deadlines: {d['states']:.0f} states, {d['missed']:.0f} missed, "
-            f"{d['deadlines_met_percent']} % met; real-time factor {d['real_time_factor']}; "
-            f"{d['blowups']:.0f} blow-ups, {d['command_timeouts']:.0f} command timeouts")
+def status_line(diagnostics, node, line):
+    """A node's last /diagnostics status, written out as `line` (a format of its keys)."""
+    values = diagnostics.get(node)
+    return line.format(**values) if values else f"{node}: no diagnostics received"
 
 
 def plot(result, path):
@@ -179,8 +173,9 @@ def main(argv=None):
     print(f"  {'joint':10} {'RMS error (rad)':>16} {'max error (rad)':>16}")
     for name, r, w in zip(result["joint_names"], rms, worst):
         print(f"  {name:10} {r:16.2e} {w:16.2e}")
-    print(f"\ncontroller {compute_time_line(result['diagnostics'])}")
-    print(f"simulator {deadline_line(result['diagnostics'])}")
+    print("\ncontroller " + status_line(result["diagnostics"], "computed_torque_controller",
+                                         CONTROLLER_LINE))
+    print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
     path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}.png"
     plot(result, path)
