@@ -144,13 +144,14 @@ def _smoothstep(t, ramp):
 
 
 def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2, rate=50.0,
-                   ramp=1.0):
+                   ramp=1.0, velocity=None):
     """A smooth demo motion about q0: per joint a sum of two sines, faded in and out.
 
     q_j(t) = q0_j + A_j w(t) (sin(w1_j t) + 0.5 sin(1.7 w1_j t)), w1_j = 2 pi f (1 + 0.1 j), with
     w a quintic smoothstep up over the first `ramp` s and down over the last, so the motion starts
     and ends at rest. A_j <= amplitude keeps every joint inside 90 % of the room between q0 and
-    its limits. Returns (times, q, qd, qdd) sampled at `rate` Hz, times (k,) in (0, duration],
+    its limits, and within 90 % of its `velocity` limit (n,) rad/s or m/s when given (0 or
+    less: none), so that the controller's trajectory check passes it. Returns (times, q, qd, qdd) sampled at `rate` Hz, times (k,) in (0, duration],
     arrays (k, n): the waypoints of a quintic trajectory.
     """
     q0 = np.asarray(q0, dtype=float)
@@ -167,5 +168,10 @@ def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2
     f = np.sin(w1 * t) + 0.5 * np.sin(w2 * t)
     df = w1 * np.cos(w1 * t) + 0.5 * w2 * np.cos(w2 * t)
     ddf = -(w1**2) * np.sin(w1 * t) - 0.5 * w2**2 * np.sin(w2 * t)
+    if velocity is not None:  # the velocity is linear in A: scale each joint to fit its limit
+        limit = np.where(np.asarray(velocity, dtype=float) > 0, velocity, np.inf)
+        peak = np.abs(amp * (dw * f + w * df)).max(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            amp = amp * np.minimum(1.0, np.where(peak > 0, 0.9 * limit / peak, 1.0))
     return (t[:, 0], q0 + amp * w * f, amp * (dw * f + w * df),
             amp * (ddw * f + 2 * dw * df + w * ddf))

@@ -58,7 +58,8 @@ class TrajectoryDemo(Node):
         p = lambda name: self.get_parameter(name).value  # noqa: E731
         times, q, qd, qdd = sine_waypoints(self.start, self.chain.lower, self.chain.upper,
                                            p("duration"), p("amplitude"), p("frequency"),
-                                           p("points_per_second"))
+                                           p("points_per_second"),
+                                           velocity=self.chain.velocity_limits)
         msg = JointTrajectory(joint_names=self.chain.joint_names)
         for k, t in enumerate(times):
             msg.points.append(JointTrajectoryPoint(
