@@ -121,7 +121,8 @@ def _law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, kp, kd, ki, integral
     for i in range(n):
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
             pull, band = kp[i] * e[i] + kd[i] * qd_d[i], kp[i] * deadband
-            tau[i] += friction[i] * (min(max(pull / band, -1.0), 1.0) if band > 0 else np.sign(pull))
+            share = min(max(pull / band, -1.0), 1.0) if band > 0 else np.sign(pull)
+            tau[i] += friction[i] * share
     return saturate(tau, limits), e, ed
 
 
@@ -187,7 +188,8 @@ def effort_limits(chain, override=()):
     """
     limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
     if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
-        raise ValueError(f"effort_limits must be {chain.n} values >= 0, got {np.asarray(override).tolist()}")
+        raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
+                         f"got {np.asarray(override).tolist()}")
     return np.where(limits > 0, limits, np.inf)
 
 
@@ -231,4 +233,5 @@ def trajectory_violation(chain, trajectory, limits, step=CHECK_STEP):
     if joint.type == "prismatic":
         unit = {"N m": "N", "rad/s": "m/s"}[unit]
     return (f"joint '{joint.name}' needs {name} {value:.4g} {unit} at t = "
-            f"{time - trajectory.start_time:.3f} s from the trajectory's start, limit {limit:.4g} {unit}")
+            f"{time - trajectory.start_time:.3f} s from the trajectory's start, "
+            f"limit {limit:.4g} {unit}")

@@ -9,8 +9,8 @@ between reading a message and writing one, driven by plain calls with explicit t
 
 `now` is the watchdog's clock (s): simulated time under use_sim_time, steady time otherwise;
 `stamp` is the state's own time, the time of the trajectory and of the command. A call returns
-a `Command` to publish, or None. What a person should read goes to `events` as (level, text)
-(and whether to throttle it) for the node to log. Pure numpy: tests drive it with synthetic time, no ROS needed.
+a `Command` to publish, or None. What a person should read goes to `events` as (level, text,
+throttle) for the node to log. Pure numpy: tests drive it with synthetic time, no ROS needed.
 """
 
 import math
@@ -23,6 +23,7 @@ import numpy as np
 from .control import (ControlLaw, at_limit, critical_damping, effort_limits, gain_vector,
                       limit_rate, trajectory_violation)
 from .model import to_chain_order
+from .parameters import payload_model, unset
 from .trajectory import Trajectory
 
 REPORT_EVERY = 5.0  # s of state time between two compute-time reports
@@ -48,18 +49,17 @@ def controller_settings(chain, value, order=None):
 
     kp = per_joint("kp")
     override = value("effort_limits")
-    unset = override is None or (isinstance(override, (list, tuple)) and len(override) == 0)
     return dict(
-        mode=value("mode"), kp=kp, kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
+        mode=value("mode"), kp=kp,
+        kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
         ki=per_joint("ki"), integral_limit=per_joint("integral_limit"),
-        limits=effort_limits(chain, () if unset else per_joint("effort_limits")),
+        limits=effort_limits(chain, () if unset(override) else per_joint("effort_limits")),
         friction_compensation=bool(value("friction_compensation")),
         friction_deadband=value("friction_deadband"), control_period=value("control_period"),
         state_timeout=value("state_timeout"), on_state_timeout=value("on_state_timeout"),
         max_effort_rate=value("max_effort_rate"), trajectory_check=value("trajectory_check"),
         rate=value("rate"),
-        model=chain.with_payload(value("payload_mass"), value("payload_com"),
-                                 value("payload_inertia"), value("payload_link") or None))
+        model=payload_model(chain, value))
 
 
 class ControllerCore:
@@ -123,7 +123,8 @@ class ControllerCore:
             self._say("error", f"trajectory refused: {err}")
             return
         check = self.settings["trajectory_check"]
-        problem = None if check == "off" else trajectory_violation(self.model, trajectory, self.limits)
+        problem = (None if check == "off" else
+                   trajectory_violation(self.model, trajectory, self.limits))
         if problem and check == "reject":
             self._say("error", f"trajectory refused: {problem}; the running one goes on")
             return
@@ -163,7 +164,8 @@ class ControllerCore:
             self.trajectory = Trajectory.hold(t, q)
         desired = self.trajectory.sample(t)
         # the integral's step: the time since the last tick, at most state_timeout (a gap)
-        dt = 0.0 if self.tick_time is None else min(max(t - self.tick_time, 0.0), self.state_timeout)
+        dt = (0.0 if self.tick_time is None
+              else min(max(t - self.tick_time, 0.0), self.state_timeout))
         self.tick_time = t
         tau, e, ed = self.law(q, qd, *desired, dt)
         self.compute_s.append(time.perf_counter() - start)

@@ -188,6 +188,21 @@ TRAJECTORY_DEMO = Table(
 )
 
 
+PAYLOAD_PARAMETERS = tuple(p.name for p in PAYLOAD)
+
+
+def unset(value):
+    """An optional parameter left out (None) or given as an empty list."""
+    return value is None or (isinstance(value, (list, tuple)) and len(value) == 0)
+
+
+def payload_model(chain, value):
+    """chain.with_payload from the payload parameters, read by value(name); PayloadError (a
+    ValueError) names the bad one."""
+    return chain.with_payload(value("payload_mass"), value("payload_com"),
+                              value("payload_inertia"), value("payload_link") or None)
+
+
 if __name__ == "__main__":
     for title, table in (("computed_torque_controller", CONTROLLER),
                          ("dynamics_simulator", SIMULATOR), ("trajectory_demo", TRAJECTORY_DEMO)):

@@ -17,6 +17,7 @@ import numpy as np
 
 from .control import effort_limits, gain_vector
 from .model import to_chain_order
+from .parameters import payload_model, unset
 from .simulation import Simulation, default_initial_positions
 
 REPORT_EVERY = 5.0  # s of simulated time between two deadline reports
@@ -29,23 +30,22 @@ def simulator_settings(chain, value, order=None):
     n = chain.n
     order = np.arange(n) if order is None else order
     q0, override = value("initial_positions"), value("effort_limits")
-    if q0 is None or (isinstance(q0, (list, tuple)) and len(q0) == 0):
+    if unset(q0):
         q0 = default_initial_positions(chain)
     else:
         q0 = np.atleast_1d(np.asarray(q0, dtype=float))
         if q0.shape != (n,) or not np.all(np.isfinite(q0)):
             raise ValueError(f"initial_positions must be {n} finite values, got {q0.tolist()}")
         q0 = to_chain_order(q0, order)
-    unset = override is None or (isinstance(override, (list, tuple)) and len(override) == 0)
     dt = value("dt")
     return dict(
         q0=q0, dt=dt, integrator=value("integrator"),
-        limits=effort_limits(chain, () if unset else to_chain_order(gain_vector(override, n, "effort_limits"), order)),
+        limits=effort_limits(chain, () if unset(override) else to_chain_order(
+            gain_vector(override, n, "effort_limits"), order)),
         publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
         synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
         command_timeout=value("command_timeout"),
-        model=chain.with_payload(value("payload_mass"), value("payload_com"),
-                                 value("payload_inertia"), value("payload_link") or None))
+        model=payload_model(chain, value))
 
 
 class SimulatorCore:

@@ -25,7 +25,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from ..model import URDFError, load_chain
-from ..parameters import EXECUTOR, Table
+from ..parameters import EXECUTOR, PAYLOAD_PARAMETERS, Table
 
 
 class StartupError(RuntimeError):
@@ -122,27 +122,12 @@ def log_events(node, core):
             logger.error(text, throttle_duration_sec=seconds)
 
 
-PAYLOAD_PARAMETERS = ("payload_mass", "payload_com", "payload_inertia", "payload_link")
-
-
-def payload_chain(chain, value):
-    """chain.with_payload from the payload parameters, read by value(name); PayloadError (a
-    ValueError) names the bad one."""
-    return chain.with_payload(value("payload_mass"), value("payload_com"),
-                              value("payload_inertia"), value("payload_link") or None)
-
-
 def payload_summary(value):
     """One line for the log: the payload the parameters read by value(name) describe."""
     com = ", ".join(f"{float(c):g}" for c in value("payload_com"))
     inertia = ", ".join(f"{float(c):g}" for c in value("payload_inertia"))
     return (f"payload {float(value('payload_mass')):g} kg on '{value('payload_link') or 'the tip link'}', "
             f"com [{com}] m, inertia [{inertia}] kg m^2")
-
-
-def unset(value):
-    """An optional parameter left out (None) or given as an empty list."""
-    return value is None or (isinstance(value, (list, tuple)) and len(value) == 0)
 
 
 def model_text(node):

@@ -29,12 +29,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..model import to_chain_order
-from ..parameters import SIMULATOR
+from ..parameters import SIMULATOR, payload_model
 from ..simulation import default_initial_positions  # noqa: F401  (tests import it from here)
 from ..simulator_core import SimulatorCore, simulator_settings
 from . import messages
 from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
-                     log_events, parameter_reader, payload_chain, publish_diagnostics,
+                     log_events, parameter_reader, publish_diagnostics,
                      reliability, run, set_parameters_callback)
 
 
@@ -86,7 +86,7 @@ class DynamicsSimulator(Node):
     def _apply(self, changes):
         """The payload is the one setting that changes at run time (the table fixes the rest)."""
         if self.core is not None:
-            self.core.set_model(payload_chain(self.core.chain, parameter_reader(self, changes)))
+            self.core.set_model(payload_model(self.core.chain, parameter_reader(self, changes)))
 
     def on_command(self, msg):
         if self.core is None:
