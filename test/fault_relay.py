@@ -5,17 +5,21 @@ and drops a given share of the messages (seeded, so a run is repeatable).
 """
 
 import random
+import signal
 import sys
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
 
 def main():
     drop = float(sys.argv[1])
-    rclpy.init()
+    # Ctrl-C sets a flag the spin loop checks (see set_parameters_on_motion.py)
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("fault_relay")
     qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
     out = node.create_publisher(JointState, "/joint_states", qos)
@@ -30,10 +34,8 @@ def main():
             out.publish(msg)
 
     node.create_subscription(JointState, "/joint_states_raw", relay, qos)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    while not stop:
+        rclpy.spin_once(node, timeout_sec=0.1)
     print(f"fault_relay: {counts['relayed']} relayed, {counts['dropped']} dropped", flush=True)
     rclpy.try_shutdown()
     return 0

@@ -5,13 +5,14 @@ would by hand.
     python test/set_parameters_on_motion.py NODE NAME=YAML_VALUE ... [--ros-args ...]
 """
 
+import signal
 import sys
 
 import rclpy
 import yaml
-from rclpy.executors import ExternalShutdownException
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
 
@@ -24,7 +25,11 @@ def main():
         value = yaml.safe_load(value)
         params.append(Parameter(name, value=[float(v) for v in value] if isinstance(value, list)
                                 else value))
-    rclpy.init()
+    # Ctrl-C sets a flag the spin loop checks: rclpy's own handler shuts the context down
+    # under a running take, which then raises instead of ending quietly
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("set_parameters_on_motion")
     client = AsyncParameterClient(node, target)
     sent = []
@@ -41,10 +46,9 @@ def main():
                         for p, r in zip(params, future.result().results)), flush=True))
 
     node.create_subscription(JointState, f"{target}/reference", on_reference, 10)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    while not stop:
+        rclpy.spin_once(node, timeout_sec=0.1)
+    node.destroy_node()
     rclpy.try_shutdown()
     return 0
 
