@@ -10,7 +10,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from dyn_control.nodes.common import reliability, run
+from dyn_control.nodes.common import declare_parameters, reliability, run
+from dyn_control.parameters import QOS_RELIABILITY, Table
 
 
 class Relay(Node):
@@ -19,7 +20,7 @@ class Relay(Node):
     def __init__(self):
         super().__init__(self.NODE_NAME)
         self.fatal = None
-        self.declare_parameter("qos_reliability", "reliable")
+        declare_parameters(self, Table(QOS_RELIABILITY))
         self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
         self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
         self.create_subscription(JointState, "/joint_states", self._on_state, reliability(self))

@@ -13,15 +13,14 @@ a `Command` to publish, or None. What a person should read goes to `events` as (
 throttle) for the node to log. Pure numpy: tests drive it with synthetic time, no ROS needed.
 """
 
-import math
 import time
 from collections import deque
 from typing import NamedTuple
 
 import numpy as np
 
-from .control import (ControlLaw, at_limit, critical_damping, effort_limits, gain_vector,
-                      limit_rate, trajectory_violation)
+from .control import (ControlLaw, all_finite, at_limit, critical_damping, effort_limits,
+                      gain_vector, limit_rate, trajectory_violation)
 from .model import to_chain_order
 from .parameters import payload_model, unset
 from .trajectory import Trajectory
@@ -194,7 +193,8 @@ class ControllerCore:
             return None
         q, zero = self.state[1], np.zeros(self.chain.n)
         tau = self.hold_law(q, zero, q, zero, zero)[0]
-        return self._send(Command(self.command_time + self.watchdog_period, tau, None, None))
+        last = self.state[0] if self.command_time is None else self.command_time
+        return self._send(Command(last + self.watchdog_period, tau, None, None))
 
     def _send(self, command):
         """Rate-limit a command; never a non-finite one (None then)."""
@@ -202,29 +202,32 @@ class ControllerCore:
         if self.command is not None:
             tau = limit_rate(tau, self.command, self.settings["max_effort_rate"],
                              command.t - self.command_time)
-        # the builtin sum: a numpy reduction costs microseconds in a tick
-        if not (math.isfinite(sum(tau.tolist())) or np.all(np.isfinite(tau))):
+        if not all_finite(tau):
             self._say("error", "non-finite effort computed; command not sent", throttle=True)
             return None
         self.command, self.command_time = tau, command.t
         return command._replace(tau=tau)
 
+    def compute_times(self):
+        """(p50, p99, max) us of the law's compute time over the last 5000 ticks (zeros: none)."""
+        us = np.array(self.compute_s) * 1e6 if self.compute_s else np.zeros(1)
+        return tuple(round(float(x), 1) for x in np.percentile(us, (50, 99, 100)))
+
     def diagnostics(self):
         """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports."""
-        us = np.array(self.compute_s) * 1e6 if self.compute_s else np.zeros(1)
+        p50, p99, worst = self.compute_times()
         mode = ("waiting for joint states" if self.state is None else
                 "holding: no good joint state" if self.stale else "tracking")
         return ("WARN" if self.stale else "OK", mode, {
-            "mode": self.settings["mode"], "ticks": self.ticks,
-            "compute_p50_us": round(float(np.percentile(us, 50)), 1),
-            "compute_p99_us": round(float(np.percentile(us, 99)), 1),
-            "compute_max_us": round(float(us.max()), 1),
+            "mode": self.settings["mode"], "ticks": self.ticks, "compute_p50_us": p50,
+            "compute_p99_us": p99, "compute_max_us": worst,
             "compute_window_ticks": len(self.compute_s),
             "saturated_ticks": self.saturated, "stale_state_events": self.stale_events})
 
     def compute_report(self):
-        us = np.array(self.compute_s) * 1e6
-        if us.size == 0:
+        """The compute time, for the log."""
+        if not self.compute_s:
             return "compute time: no ticks yet"
-        return (f"compute time over {us.size} ticks: p50 {np.percentile(us, 50):.1f} us, "
-                f"p99 {np.percentile(us, 99):.1f} us, max {us.max():.1f} us")
+        p50, p99, worst = self.compute_times()
+        return (f"compute time over {len(self.compute_s)} ticks: p50 {p50:.1f} us, "
+                f"p99 {p99:.1f} us, max {worst:.1f} us")

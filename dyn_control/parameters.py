@@ -95,7 +95,7 @@ MODEL = (
           readme_default="URDF root"),
     Param("tip_link", "", "chain end (see `load_chain`)", run_time=False,
           readme_default="end of the longest path"),
-    Param("qos_reliability", "reliable", "QoS of `/joint_states` and the effort commands: "
+    QOS_RELIABILITY := Param("qos_reliability", "reliable", "QoS of `/joint_states` and the effort commands: "
           "`reliable` or `best_effort` (for lossy links); depth 1, so a late tick uses the newest "
           "message", run_time=False, choices=("reliable", "best_effort")),
     EXECUTOR := Param("executor", "events", "rclpy executor: `events` "

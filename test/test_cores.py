@@ -126,3 +126,13 @@ def test_simulator_brakes_until_the_first_command_and_counts_deadlines(chain):
     core.published(0.001)  # answered
     core.published(0.002)  # not answered
     assert (core.states, core.missed) == (2, 1)
+
+
+def test_controller_holds_even_before_its_first_timer_tick(chain):
+    # rate > 0 and the states stop before the timer ever ticked: nothing was sent yet, and
+    # the hold still goes out, timed from the last state
+    core = controller(chain, rate=5.0)
+    assert core.update(0.0, (1.0, Q, ZERO)) is None
+    hold = core.update(0.2)
+    assert core.stale and hold.t == pytest.approx(1.0 + core.watchdog_period)
+    np.testing.assert_allclose(hold.tau, gravity_torques(chain, Q), atol=1e-12)

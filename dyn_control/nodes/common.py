@@ -157,13 +157,10 @@ def build_chain(node, source):
 
 
 def reliability(node):
-    """QoS for the loop's topics from the `qos_reliability` parameter (reliable | best_effort);
-    depth 1: only the newest state or command matters."""
-    name = node.get_parameter("qos_reliability").value
+    """QoS for the loop's topics from the `qos_reliability` parameter (checked by the node's
+    table); depth 1: only the newest state or command matters."""
     policies = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
-    if name not in policies:
-        raise StartupError(f"parameter qos_reliability must be reliable or best_effort, got {name!r}")
-    return QoSProfile(depth=1, reliability=policies[name])
+    return QoSProfile(depth=1, reliability=policies[node.get_parameter("qos_reliability").value])
 
 
 def configure_from_model(node):

@@ -143,10 +143,6 @@ class EffortWriter:
             np.take(tau, self.order, out=self.data)
         return self.msg
 
-    def finite(self) -> bool:
-        """Whether every value filled in is finite (the builtin sum: cheap in a control tick)."""
-        return math.isfinite(sum(self.msg.data)) or bool(np.all(np.isfinite(self.data)))
-
 
 def joint_state(names, t, position, velocity=None, effort=None) -> JointState:
     """A new JointState (a message of its own, not refilled later)."""
