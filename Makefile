@@ -3,6 +3,8 @@
 #   make test   the whole test suite (what CI runs)
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
+# demo and test build a stand-in control_msgs into the venv once, about 30 s (the
+# FollowJointTrajectory action; control_msgs is not on PyPI): test/standin_control_msgs.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,6 +12,8 @@ PY := $(VENV)/bin/python
 ARM ?= default_arm
 
 .PHONY: demo test bench bench-loop venv venv-test clean
+STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
+                      test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
 $(VENV)/.runtime: requirements.txt setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -22,14 +26,19 @@ $(VENV)/.test: $(VENV)/.runtime requirements-test.txt
 	$(PY) -m pip install -q -r requirements-test.txt
 	touch $@
 
+$(VENV)/.control_msgs: $(VENV)/.runtime requirements-build.txt harness/build_control_msgs.sh $(STANDIN)
+	$(PY) -m pip install -q -r requirements-build.txt
+	harness/build_control_msgs.sh $(VENV)
+	touch $@
+
 venv: $(VENV)/.runtime
-venv-test: $(VENV)/.test
+venv-test: $(VENV)/.test $(VENV)/.control_msgs
 
 # A ROS domain of its own (77 unless set), so the demo does not talk to another graph here.
-demo: $(VENV)/.runtime
+demo: $(VENV)/.runtime $(VENV)/.control_msgs
 	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out
 
-test: $(VENV)/.test
+test: $(VENV)/.test $(VENV)/.control_msgs
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test
 
 bench: $(VENV)/.test
