@@ -5,12 +5,20 @@ between reading a message and writing one, driven by plain calls with explicit t
     command = core.update(now, (stamp, q, qd))    # a joint state arrived (chain order)
     command = core.update(now)                    # a watchdog tick: no state
     command = core.tick()                         # a rate timer tick (rate > 0)
-    core.set_goal(build)                          # a trajectory: build(t, current) -> Trajectory
+    goal = core.offer(request)                    # a trajectory goal (goals.Request)
+    core.cancel(goal)                             # hold where the arm is; the goal ends
 
 `now` is the watchdog's clock (s): simulated time under use_sim_time, steady time otherwise;
 `stamp` is the state's own time, the time of the trajectory and of the command. A call returns
 a `Command` to publish, or None. What a person should read goes to `events` as (level, text,
 throttle) for the node to log. Pure numpy: tests drive it with synthetic time, no ROS needed.
+
+Goals come through one door, `offer`, from the topic and the action alike, with JTC's
+semantics (dyn_control.goals): the answer is synchronous (the Goal is refused with a code and a
+reason, or active, or pending until the first state), a newer goal preempts the running one,
+and every goal ends once with an outcome. A path or goal-time violation, a cancel and a state
+timeout hold the arm where it is (the measured position); a goal that succeeds holds its last
+point.
 """
 
 import time
@@ -19,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import goals
 from .control import (ControlLaw, all_finite, at_limit, critical_damping, effort_limits,
                       gain_vector, limit_rate, trajectory_violation)
 from .model import to_chain_order
@@ -46,6 +55,9 @@ def controller_settings(chain, value, order=None):
     def per_joint(name):
         return to_chain_order(gain_vector(value(name), n, name), order)
 
+    def constraint(kind):  # constraints.<joint>.<kind>, chain order
+        return np.array([value(f"constraints.{name}.{kind}") for name in chain.joint_names])
+
     kp = per_joint("kp")
     override = value("effort_limits")
     return dict(
@@ -58,21 +70,53 @@ def controller_settings(chain, value, order=None):
         state_timeout=value("state_timeout"), on_state_timeout=value("on_state_timeout"),
         max_effort_rate=value("max_effort_rate"), trajectory_check=value("trajectory_check"),
         rate=value("rate"),
+        interpolate_from_desired_state=bool(value("interpolate_from_desired_state")),
+        allow_partial_joints_goal=bool(value("allow_partial_joints_goal")),
+        allow_nonzero_velocity_at_trajectory_end=bool(
+            value("allow_nonzero_velocity_at_trajectory_end")),
+        tolerances=goals.Tolerances.defaults(
+            constraint("trajectory"), constraint("goal"),
+            value("constraints.stopped_velocity_tolerance"), value("constraints.goal_time")),
         model=payload_model(chain, value))
 
 
+class Goal:
+    """One trajectory goal, from its offer to its outcome.
+
+    status: "pending" (kept until the first joint state), "active" or "done". Once done,
+    outcome is "succeeded", "aborted" or "canceled", code a goals result code (SUCCESSFUL ...)
+    and reason one line. trajectory and tolerances are set while it is active.
+    """
+
+    def __init__(self, request):
+        self.request = request
+        self.status = "pending"
+        self.outcome = self.code = None
+        self.reason = ""
+        self.trajectory = self.tolerances = None
+
+    @property
+    def done(self):
+        return self.status == "done"
+
+    def _end(self, outcome, code, reason):
+        self.status, self.outcome, self.code, self.reason = "done", outcome, code, reason
+
+
 class ControllerCore:
-    """Trajectory, pending goal, stale-state hold, rate limit and the law, for one chain."""
+    """Goals, trajectory, stale-state hold, rate limit and the law, for one chain."""
 
     def __init__(self, chain, settings):
         self.chain = chain  # from the URDF; settings["model"] adds the payload
         self.law = None
         self.trajectory = None
+        self.goal = None  # the active goal, whose trajectory runs
         self.pending = None  # a goal that came before the first state
         self.state = None  # (stamp, q, qd) of the last good joint state
         self.tick_time = None  # stamp of the last tick: the integral's step
         self.command = None  # last command sent, chain order, and its time
         self.command_time = None
+        self.last = None  # the last Command sent (feedback and controller state read it)
         self.last_seen = None  # `now` of the last good state
         self.stale = False
         self.events = deque()  # appended and drained from different threads
@@ -83,7 +127,8 @@ class ControllerCore:
 
     def configure(self, settings):
         """Take validated settings (controller_settings); the rebuilt law keeps the error
-        integral, the estimate of the unmodelled load."""
+        integral, the estimate of the unmodelled load. New default tolerances apply from the
+        next goal on (the active one keeps its own, as JTC)."""
         self.settings = settings
         self.model, self.limits = settings["model"], settings["limits"]
         self.state_timeout = settings["state_timeout"]
@@ -105,32 +150,107 @@ class ControllerCore:
 
     # ------------------------------------------------------------------ goals
 
-    def set_goal(self, build):
-        """A new goal: build(t, current) -> Trajectory from the desired state `current`
-        (q, qd, qdd) at state time t, or ValueError. Kept until the first state; checked
-        against the limits (trajectory_check); on refusal the running trajectory continues."""
+    def offer(self, request):
+        """A new goal (goals.Request) -> its Goal, refused (done), active or pending.
+
+        Checked at once against the chain, the tolerances and the limits (trajectory_check);
+        on refusal the running goal goes on. An accepted goal preempts the running one, which
+        ends aborted with INVALID_GOAL, as JTC ends a preempted goal. Before the first joint
+        state a goal is kept (a newer one replaces it) and checked when that state comes."""
+        goal = Goal(request)
         if self.state is None:
-            self.pending = build
+            if self.pending is not None:
+                self._finish(self.pending, "aborted", goals.INVALID_GOAL,
+                             f"preempted by a newer goal from the {request.source}")
+            self.pending = goal
             self._say("info", "trajectory kept until the first joint state arrives")
-            return
-        t, q, _ = self.state
+            return goal
+        self._start(goal)
+        return goal
+
+    def _start(self, goal):
+        t, q, qd = self.state
+        s, request = self.settings, goal.request
+        desired = self.trajectory.sample(t) if self.trajectory is not None else None
         zero = np.zeros(self.chain.n)
-        current = self.trajectory.sample(t) if self.trajectory is not None else (q, zero, zero)
+        if desired is None:
+            desired = (q, zero, zero)
+        start = desired if s["interpolate_from_desired_state"] else (q, qd, zero)
         try:
-            trajectory = build(t, current)
-        except ValueError as err:
-            self._say("error", f"trajectory refused: {err}")
-            return
-        check = self.settings["trajectory_check"]
-        problem = (None if check == "off" else
-                   trajectory_violation(self.model, trajectory, self.limits))
-        if problem and check == "reject":
-            self._say("error", f"trajectory refused: {problem}; the running one goes on")
+            trajectory = goals.trajectory_from_request(
+                request, self.chain, t, start, desired[0], s["allow_partial_joints_goal"],
+                s["allow_nonzero_velocity_at_trajectory_end"])
+            tolerances = goals.goal_tolerances(s["tolerances"], request, self.chain.joint_names)
+            check = s["trajectory_check"]
+            problem = (None if check == "off" else
+                       trajectory_violation(self.model, trajectory, self.limits))
+            if problem and check == "reject":
+                raise goals.GoalRefused(goals.INVALID_GOAL, problem)
+        except goals.GoalRefused as refusal:
+            goal._end("aborted", refusal.code, refusal.reason)
+            self._say("error", f"trajectory refused: {refusal.reason} ({refusal.code}); the "
+                               "running one goes on")
             return
         if problem:
             self._say("warning", f"trajectory beyond the arm's limits: {problem}")
-        self.trajectory = trajectory
-        self._say("info", f"new {trajectory.kind} trajectory, {trajectory.end_time - t:.3f} s")
+        if self.goal is not None:
+            self._finish(self.goal, "aborted", goals.INVALID_GOAL,
+                         f"preempted by a new goal from the {request.source}")
+        goal.status, goal.trajectory, goal.tolerances = "active", trajectory, tolerances
+        self.goal, self.trajectory = goal, trajectory
+        self._say("info", f"new {trajectory.kind} trajectory from the {request.source}, "
+                          f"{trajectory.end_time - t:.3f} s")
+
+    def cancel(self, goal):
+        """End `goal` (pending or active) as canceled; an active one leaves the arm holding
+        where it is. Returns whether there was anything to cancel."""
+        if goal is self.pending:
+            self.pending = None
+        elif goal is self.goal:
+            self._hold_here()
+        else:
+            return False
+        self._finish(goal, "canceled", goals.SUCCESSFUL, "canceled")
+        return True
+
+    def _finish(self, goal, outcome, code, reason):
+        goal._end(outcome, code, reason)
+        if goal is self.goal:
+            self.goal = None
+        level = "info" if outcome != "aborted" else "warning"
+        self._say(level, f"goal from the {goal.request.source} {outcome} ({code}): {reason}")
+
+    def _hold_here(self):
+        """Hold the measured position from the last state on (JTC's set_hold_position)."""
+        t, q, _ = self.state
+        self.trajectory = Trajectory.hold(t, q)
+
+    def _monitor(self, t, e, ed):
+        """The active goal's tolerances at state time t; True when it aborted (the arm holds)."""
+        goal = self.goal
+        tolerances, end = goal.tolerances, goal.trajectory.end_time
+        names = self.chain.joint_names
+        if t < end:
+            hit = goals.first_violation(tolerances.path, e, ed)
+            if hit < 0:
+                return False
+            code = goals.PATH_TOLERANCE_VIOLATED
+            reason = (goals.describe_violation(hit, tolerances.path, e, ed, names, "path")
+                      + f" at t = {t - goal.trajectory.start_time:.3f} s from the start")
+        else:
+            hit = goals.first_violation(tolerances.goal, e, ed)
+            if hit < 0:
+                self._finish(goal, "succeeded", goals.SUCCESSFUL,
+                             f"goal reached {t - end:.3f} s after the trajectory's end")
+                return False
+            if tolerances.goal_time == 0 or t - end <= tolerances.goal_time:
+                return False
+            code = goals.GOAL_TOLERANCE_VIOLATED
+            reason = (goals.describe_violation(hit, tolerances.goal, e, ed, names, "goal")
+                      + f" {t - end:.3f} s after the end (goal_time {tolerances.goal_time:g} s)")
+        self._hold_here()
+        self._finish(goal, "aborted", code, reason + "; holding where the arm is")
+        return True
 
     # ------------------------------------------------------------------ ticks
 
@@ -149,8 +269,8 @@ class ControllerCore:
                                  "(the running trajectory was dropped)")
         self.state = state
         if self.pending is not None:
-            build, self.pending = self.pending, None
-            self.set_goal(build)
+            goal, self.pending = self.pending, None
+            self._start(goal)
         return self.tick() if self.settings["rate"] == 0 else None
 
     def tick(self):
@@ -167,6 +287,9 @@ class ControllerCore:
               else min(max(t - self.tick_time, 0.0), self.state_timeout))
         self.tick_time = t
         tau, e, ed = self.law(q, qd, *desired, dt)
+        if self.goal is not None and self._monitor(t, e, ed):  # aborted: the hold's command
+            desired = self.trajectory.sample(t)
+            tau, e, ed = self.law(q, qd, *desired, 0.0)
         self.compute_s.append(time.perf_counter() - start)
         self.ticks += 1
         self.saturated += at_limit(tau, self.limits)
@@ -189,6 +312,9 @@ class ControllerCore:
             self._say("warning", f"no good joint state for {silent:.3f} s (state_timeout "
                       f"{self.state_timeout} s): " + ("holding gravity compensation at the "
                       "last good position" if hold else "effort commands stopped"))
+            if self.goal is not None:  # as JTC ends a goal when it is deactivated
+                self._finish(self.goal, "aborted", goals.INVALID_GOAL,
+                             f"no good joint state for {silent:.3f} s: the arm holds")
         if not hold:
             return None
         q, zero = self.state[1], np.zeros(self.chain.n)
@@ -206,7 +332,19 @@ class ControllerCore:
             self._say("error", "non-finite effort computed; command not sent", throttle=True)
             return None
         self.command, self.command_time = tau, command.t
-        return command._replace(tau=tau)
+        self.last = command._replace(tau=tau)
+        return self.last
+
+    def feedback(self, goal):
+        """What the action's feedback reports on an active goal: (t, desired (q, qd, qdd),
+        actual (q, qd), errors (e, ed), index of the waypoint it heads for), or None before
+        a tick of it."""
+        last = self.last
+        if goal is not self.goal or last is None or last.desired is None:
+            return None
+        _, q, qd = self.state
+        return (last.t, last.desired, (q, qd), last.errors,
+                goals.next_point(goal.request, goal.trajectory, last.t))
 
     def compute_times(self):
         """(p50, p99, max) us of the law's compute time over the last 5000 ticks (zeros: none)."""

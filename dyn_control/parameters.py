@@ -7,7 +7,8 @@ Pure Python: the nodes turn an entry into a ROS declaration (dyn_control.nodes.c
 """
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from .control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
                       DEFAULT_PERIOD, MODES)
@@ -21,7 +22,9 @@ class Param:
     """One parameter. default None: unset (any type; the node derives the value). `choices`,
     or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
     per-joint values (a scalar or one per joint) are checked where the joint count is known.
-    `dynamic` allows any type (a scalar or a list, an integer for a float)."""
+    `dynamic` allows any type (a scalar or a list, an integer for a float). A name with
+    `<joint>` in it stands for one parameter per controlled joint (JTC's `constraints.<joint>.
+    goal`), declared once the joints are known (Table.for_joints)."""
 
     name: str
     default: object
@@ -34,10 +37,12 @@ class Param:
     dynamic: bool = False
     readme_default: str = None  # how the README shows the default, when not the value itself
 
-    def check(self, value):
-        """ValueError naming the parameter and the value, or None."""
+    def check(self, value, name=None):
+        """ValueError naming the parameter (`name`: one a per-joint entry stands for) and the
+        value, or None."""
+        name = name or self.name
         if self.choices and value not in self.choices:
-            raise ValueError(f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}")
+            raise ValueError(f"{name} must be one of {', '.join(self.choices)}, got {value!r}")
         if self.low is None and self.high is None:
             return
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -46,21 +51,46 @@ class Param:
         if ok and self.high is not None:
             ok = value <= self.high
         if not ok:
-            bound = "" if self.low is None else (f"> {self.low:g}" if self.open_low else f">= {self.low:g}")
-            if self.high is not None:
-                bound = f"in ({self.low:g}, {self.high:g}]" if self.open_low else f"<= {self.high:g}"
-            raise ValueError(f"{self.name} must be {bound}, got {value!r}")
+            raise ValueError(f"{name} must be {self._bounds()}, got {value!r}")
+
+    def _bounds(self):
+        if self.high is None:
+            return f"> {self.low:g}" if self.open_low else f">= {self.low:g}"
+        if self.low is None:
+            return f"<= {self.high:g}"
+        return f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
+
+
+JOINT = "<joint>"
 
 
 class Table:
     def __init__(self, *params):
         self.params = {p.name: p for p in params}
+        # a per-joint entry matches its names: constraints.<joint>.goal -> constraints.X.goal
+        self._per_joint = [(re.compile(re.escape(p.name).replace(re.escape(JOINT), "[^.]+") + "$"), p)
+                           for p in params if JOINT in p.name]
 
     def __iter__(self):
-        return iter(self.params.values())
+        """The parameters a node declares at start (per-joint entries: see for_joints)."""
+        return (p for p in self.params.values() if JOINT not in p.name)
 
     def __getitem__(self, name):
-        return self.params[name]
+        found = self.find(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def find(self, name):
+        """The entry that declares `name` (a per-joint one for a joint's name), or None."""
+        if name in self.params:
+            return self.params[name]
+        return next((p for pattern, p in self._per_joint if pattern.match(name)), None)
+
+    def for_joints(self, joint_names):
+        """The per-joint entries, one per joint: what a node declares once it has its model."""
+        return [replace(p, name=p.name.replace(JOINT, joint)) for _, p in self._per_joint
+                for joint in joint_names]
 
     def read_only(self):
         return [p.name for p in self if not p.run_time]
@@ -68,14 +98,15 @@ class Table:
     def check(self, values):
         """Check each (name, value) of `values` that has a check; ValueError otherwise."""
         for name, value in values.items():
-            if name in self.params:
-                self.params[name].check(value)
+            param = self.find(name)
+            if param is not None:
+                param.check(value, name)
 
-    def markdown(self):
-        """The README's table: parameter, default, whether `ros2 param set` can change it,
-        meaning."""
+    def markdown(self, params=None):
+        """The README's table of `params` (default: all of the table): parameter, default,
+        whether `ros2 param set` can change it, meaning."""
         rows = ["| parameter | default | run time | meaning |", "|---|---|---|---|"]
-        for p in self:
+        for p in self.params.values() if params is None else params:
             default = p.readme_default if p.readme_default is not None else (
                 f"`{p.default}`" if isinstance(p.default, str) and p.default else
                 '""' if p.default == "" else str(p.default).lower() if isinstance(p.default, bool)
@@ -113,6 +144,30 @@ PAYLOAD = (
     Param("payload_link", "", "the link that carries it", readme_default='"" = tip link'),
 )
 
+# Trajectory goals, with joint_trajectory_controller's names and defaults (dyn_control.goals)
+GOALS = (
+    Param("interpolate_from_desired_state", False, "true: a new trajectory starts from the "
+          "current desired state; false (as JTC): from the measured state"),
+    Param("allow_partial_joints_goal", False, "take a trajectory that names only some of the "
+          "joints (the others hold); false: refused with INVALID_JOINTS"),
+    Param("allow_nonzero_velocity_at_trajectory_end", False, "take a trajectory whose last "
+          "point still moves; false: refused with INVALID_GOAL"),
+    Param("action_monitor_rate", 20.0, "Hz (steady clock) of the action's feedback and of its "
+          "check for a finished goal", run_time=False, low=0.1, dynamic=True),
+    Param("state_publish_rate", 50.0, "Hz (state time) of `~/controller_state`; at or above "
+          "the state rate it goes out on every tick", run_time=False, low=0.0, open_low=True,
+          dynamic=True),
+    Param("constraints.goal_time", 0.0, "s after the trajectory's end within which the goal "
+          "tolerances must hold, else GOAL_TOLERANCE_VIOLATED; 0 = no limit", low=0.0,
+          dynamic=True),
+    Param("constraints.stopped_velocity_tolerance", 0.01, "rad/s or m/s: the goal tolerance "
+          "on every joint's velocity; 0 = not checked", low=0.0, dynamic=True),
+    Param("constraints.<joint>.trajectory", 0.0, "rad or m: the joint's path tolerance on "
+          "position, else PATH_TOLERANCE_VIOLATED; 0 = not checked", low=0.0, dynamic=True),
+    Param("constraints.<joint>.goal", 0.0, "rad or m: the joint's goal tolerance on position "
+          "at the end; 0 = not checked", low=0.0, dynamic=True),
+)
+
 CONTROLLER = Table(
     *MODEL,
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q_d, q̇_d, q̈_d) + "
@@ -144,6 +199,7 @@ CONTROLLER = Table(
           "`stop`: publish nothing", choices=("hold", "stop")),
     Param("max_effort_rate", 0.0, "N·m/s bound on the change between commands; 0 = off",
           low=0.0),
+    *GOALS,
 )
 
 SIMULATOR = Table(
@@ -185,6 +241,9 @@ TRAJECTORY_DEMO = Table(
           open_low=True),
     Param("points_per_second", 50.0, "waypoints per second", run_time=False, low=0.0,
           open_low=True),
+    Param("interface", "action", "`action`: a FollowJointTrajectory goal (as MoveIt sends), "
+          "whose result it logs; `topic`: the controller's `~/joint_trajectory`. Without "
+          "control_msgs it uses the topic", run_time=False, choices=("action", "topic")),
 )
 
 
@@ -203,7 +262,15 @@ def payload_model(chain, value):
                               value("payload_inertia"), value("payload_link") or None)
 
 
+def readme_tables():
+    """(title, markdown) of each parameter table the README shows."""
+    controller = tuple(p for p in CONTROLLER.params.values() if p not in GOALS)
+    return (("computed_torque_controller", CONTROLLER.markdown(controller)),
+            ("computed_torque_controller, trajectory goals", CONTROLLER.markdown(GOALS)),
+            ("dynamics_simulator", SIMULATOR.markdown()),
+            ("trajectory_demo", TRAJECTORY_DEMO.markdown()))
+
+
 if __name__ == "__main__":
-    for title, table in (("computed_torque_controller", CONTROLLER),
-                         ("dynamics_simulator", SIMULATOR), ("trajectory_demo", TRAJECTORY_DEMO)):
-        print(f"{title}:\n\n{table.markdown()}\n")
+    for title, table in readme_tables():
+        print(f"{title}:\n\n{table}\n")

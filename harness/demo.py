@@ -20,12 +20,13 @@ from . import processes
 
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
                 controller_params=None, simulator_params=None, timeout=90.0,
-                controller_first=0.0, simulator_remaps=None, helpers=()):
+                controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
     controller_first: seconds the controller runs alone before the simulator starts.
     simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
-    processes started after the simulator (fault injectors, load).
+    processes started after the simulator (fault injectors, load); demo_params: parameters of
+    trajectory_demo.
     Returns a dict: joint_names, t, error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
     ticks_before_simulator (controller outputs seen while it ran alone).
@@ -40,7 +41,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     ctl_params = {**common, "use_sim_time": True, **(controller_params or {})}
     if mode:
         ctl_params["mode"] = mode
-    demo_params = {**common, "use_sim_time": True, "duration": float(duration)}
+    demo_params = {**common, "use_sim_time": True, "duration": float(duration),
+                   **(demo_params or {})}
     if domain_id is not None:
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     rclpy.init()
@@ -177,6 +179,9 @@ def main(argv=None):
                                          CONTROLLER_LINE))
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
+    sent = [line.split("]: ", 1)[-1] for line in result["logs"]["trajectory_demo"].splitlines()
+            if "goal result" in line or "sent " in line]
+    print("trajectory_demo: " + "; ".join(sent))
     path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}.png"
     plot(result, path)
     print(f"plot written to {path}")

@@ -12,10 +12,11 @@ from dyn_control import gravity_torques, load_chain
 from dyn_control.controller_core import ControllerCore, controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
 from dyn_control.simulator_core import SimulatorCore, simulator_settings
-from dyn_control.trajectory import Trajectory
+from dyn_control.goals import Request
 
 Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
 ZERO = np.zeros(7)
+NAMES = tuple(f"joint{i}" for i in range(1, 8))
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +25,8 @@ def chain():
 
 
 def defaults(table, **overrides):
-    values = {p.name: p.default for p in table}
-    values.update(overrides)
-    return values.__getitem__
+    """value(name) of the table's defaults (per-joint entries too), with overrides."""
+    return lambda name: overrides[name] if name in overrides else table[name].default
 
 
 def controller(chain, **overrides):
@@ -39,7 +39,7 @@ def test_controller_holds_the_first_state_then_tracks_a_goal(chain):
     command = core.update(0.0, (1.0, Q, ZERO))
     # holding at rest on target: tau = g(q) exactly (computed torque with e = ed = 0)
     np.testing.assert_allclose(command.tau, gravity_torques(chain, Q), atol=1e-9)
-    core.set_goal(lambda t, current: Trajectory(t, current, [1.0], [Q + 0.1]))
+    core.offer(Request(NAMES, 0.0, ((1.0, Q + 0.1, (), ()),)))
     command = core.update(0.5, (1.5, Q, ZERO))
     np.testing.assert_allclose(command.desired[0], Q + 0.05, atol=1e-12)  # linear, halfway
     np.testing.assert_allclose(command.errors[0], 0.05, atol=1e-12)
@@ -47,7 +47,7 @@ def test_controller_holds_the_first_state_then_tracks_a_goal(chain):
 
 def test_controller_goal_before_the_first_state_waits_for_it(chain):
     core = controller(chain)
-    core.set_goal(lambda t, current: Trajectory(t, current, [1.0], [Q + 0.1]))
+    core.offer(Request(NAMES, 0.0, ((1.0, Q + 0.1, (), ()),)))
     assert core.trajectory is None and core.pending is not None
     core.update(0.0, (5.0, Q, ZERO))
     assert core.trajectory.start_time == 5.0 and core.pending is None

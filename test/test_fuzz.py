@@ -103,6 +103,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from conftest import URDF_DIR  # noqa: E402
 from dyn_control.nodes import messages  # noqa: E402
+from dyn_control import goals  # noqa: E402
 
 CHAIN = load_chain(URDF_DIR / "two_link.urdf")
 FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
@@ -163,10 +164,13 @@ def test_trajectory_reader(names, points, t, stamp):
         point = JointTrajectoryPoint(positions=pos, velocities=vel, accelerations=acc)
         point.time_from_start.sec, point.time_from_start.nanosec = sec, nsec
         msg.points.append(point)
-    zero = np.zeros(2)
-    try:
-        traj = messages.read_trajectory(msg, CHAIN, 1.0, (np.array([0.1, 0.2]), zero, zero))
-    except messages.BadMessage:
+    zero, q = np.zeros(2), np.array([0.1, 0.2])
+    try:  # any joints, any points: a trajectory, or a refusal with its code
+        traj = goals.trajectory_from_request(messages.trajectory_request(msg), CHAIN, 1.0,
+                                             (q, zero, zero), q, allow_partial=True,
+                                             allow_moving_end=True)
+    except goals.GoalRefused as refusal:
+        assert refusal.code in goals.CODES
         return
     for s in (t, 0.0, 1.0, 1.5, 3.0, 10.0):
         for x in traj.sample(s):

@@ -128,7 +128,8 @@ def test_joints_parameter_sets_the_command_order():
 
 @pytest.mark.parametrize("kind", ["linear", "cubic", "quintic"])
 def test_trajectory_interpolation_at_known_times(kind):
-    node, _, reference, _ = make_controller()
+    # (the point's velocity 0.1 rad/s is not an end at rest: allowed here)
+    node, _, reference, _ = make_controller(allow_nonzero_velocity_at_trajectory_end=True)
     try:
         node.on_joint_state(state_msg(2.0, NAMES, Q))
         goal = Q + 0.2
@@ -158,7 +159,8 @@ def test_trajectory_interpolation_at_known_times(kind):
 
 
 def test_new_trajectory_replaces_the_running_one_without_a_jump():
-    node, _, reference, _ = make_controller()
+    # from the desired state (interpolate_from_desired_state), the reference continues as it was
+    node, _, reference, _ = make_controller(interpolate_from_desired_state=True)
     try:
         node.on_joint_state(state_msg(0.0, NAMES, Q))
         node.on_trajectory(trajectory_msg(NAMES, [2.0], [Q + 0.5], [np.zeros(7)], [np.zeros(7)]))
@@ -234,7 +236,11 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
                     trajectory_msg(NAMES, [1.0], [Q + 10.0])):
             node.on_trajectory(bad)
             assert node.core.trajectory is running
-        node.on_trajectory(trajectory_msg(["joint2"], [1.0], [[0.7]]))  # partial goal: accepted
+        partial = trajectory_msg(["joint2"], [1.0], [[0.7]])
+        node.on_trajectory(partial)  # refused by default (allow_partial_joints_goal), as JTC
+        assert node.core.trajectory is running
+        assert node.set_parameters([Parameter("allow_partial_joints_goal", value=True)])[0].successful
+        node.on_trajectory(partial)  # now accepted: the other joints hold
         assert node.core.trajectory is not running
         np.testing.assert_allclose(node.core.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
     finally:

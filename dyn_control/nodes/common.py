@@ -35,14 +35,17 @@ class StartupError(RuntimeError):
 BUILDING = threading.Event()  # set while a node process is building its node (see run)
 
 
-def declare_parameters(node, table):
-    """Declare every parameter of `table` (dyn_control.parameters) and check the values given
-    at start-up; StartupError names a bad one and its value."""
-    for p in table:
+def declare_parameters(node, params):
+    """Declare every parameter of `params` (a dyn_control.parameters table, or the per-joint
+    entries of one: Table.for_joints) and check the values given at start-up; StartupError
+    names a bad one and its value."""
+    params = list(params)
+    for p in params:
         node.declare_parameter(p.name, p.default, ParameterDescriptor(
             description=p.description, dynamic_typing=p.dynamic or p.default is None))
     try:
-        table.check({p.name: node.get_parameter(p.name).value for p in table})
+        for p in params:
+            p.check(node.get_parameter(p.name).value)
     except ValueError as err:
         raise StartupError(f"parameter {err}") from err
 
@@ -59,7 +62,8 @@ def set_parameters_callback(node, table, apply):
     stays. apply takes the change to the node."""
     def on_set(params):
         changes = {p.name: p.value for p in params}
-        fixed = [name for name in changes if name in table.params and not table[name].run_time]
+        fixed = [name for name in changes
+                 if table.find(name) is not None and not table.find(name).run_time]
         if fixed:
             return SetParametersResult(successful=False,
                                        reason=f"{fixed[0]} cannot change while the node runs")

@@ -1,11 +1,14 @@
 """computed_torque_controller: joint states + desired trajectory -> effort commands.
 
 Subscribes /joint_states (sensor_msgs/JointState) and ~/joint_trajectory
-(trajectory_msgs/JointTrajectory); publishes /effort_controller/commands
-(std_msgs/Float64MultiArray in `joints` order, for ros2_control's forward_command_controller with
-interface_name: effort), ~/reference (JointState: q_d, qd_d, tau) and ~/error (JointState: e, ed).
-The controller itself is dyn_control.controller_core; this node declares its parameters
-(dyn_control.parameters.CONTROLLER), turns messages into calls and commands into messages.
+(trajectory_msgs/JointTrajectory); serves ~/follow_joint_trajectory
+(control_msgs/action/FollowJointTrajectory, as joint_trajectory_controller: the way MoveIt
+drives an arm); publishes /effort_controller/commands (std_msgs/Float64MultiArray in `joints`
+order, for ros2_control's forward_command_controller with interface_name: effort), ~/reference
+(JointState: q_d, qd_d, tau), ~/error (JointState: e, ed) and ~/controller_state
+(control_msgs/msg/JointTrajectoryControllerState). The controller itself is
+dyn_control.controller_core; this node declares its parameters (dyn_control.parameters.
+CONTROLLER), turns messages into calls and commands into messages.
 """
 
 import time
@@ -18,9 +21,10 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..controller_core import ControllerCore, controller_settings
+from ..goals import Request
 from ..parameters import CONTROLLER
-from ..trajectory import Trajectory
-from . import messages
+from ..simulation import default_initial_positions
+from . import messages, trajectory_action
 from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
                      log_events, parameter_reader, publish_diagnostics, reliability, run,
                      set_parameters_callback)
@@ -39,6 +43,9 @@ class ComputedTorqueController(Node):
         # recorder keeps 1000); resending a long history to a lagging one costs the loop CPU
         self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
         self.error_pub = self.create_publisher(JointState, "~/error", 10)
+        if trajectory_action.AVAILABLE:
+            self.controller_state_pub = self.create_publisher(
+                trajectory_action.JointTrajectoryControllerState, "~/controller_state", 10)
         # The watchdog's clock: with use_sim_time, a simulator that waits for a busy machine
         # stops its clock, so a slow CPU is not a stale state. Otherwise the steady clock.
         clock = self.get_clock()
@@ -54,6 +61,7 @@ class ComputedTorqueController(Node):
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
+        declare_parameters(self, CONTROLLER.for_joints(chain.joint_names))  # constraints.<joint>
         try:
             core = ControllerCore(chain, controller_settings(chain, parameter_reader(self), self.order))
         except ValueError as err:
@@ -63,14 +71,23 @@ class ComputedTorqueController(Node):
         self.reference_msg = messages.JointStateWriter(chain.joint_names)
         self.error_msg = messages.JointStateWriter(chain.joint_names, ("position", "velocity"))
         self.effort_msg = messages.EffortWriter(self.order)
+        self.state_msg = trajectory_action.controller_state_writer(chain.joint_names)
+        self.state_period = 1.0 / self.get_parameter("state_publish_rate").value
+        self.state_time = -np.inf  # stamp of the last ~/controller_state
         # compile or load the kernels now, not in the first tick (which would stall ~0.3 s):
-        # a tick, a trajectory check and a watchdog hold on a throwaway core
-        zero = np.zeros(chain.n)
+        # a tick, a goal (its checks and tolerances), and a watchdog hold on a throwaway core
+        q, zero = default_initial_positions(chain), np.zeros(chain.n)  # (inside the limits)
         warm = ControllerCore(chain, core.settings)
-        warm.update(0.0, (0.0, zero, zero))
-        warm.set_goal(lambda t, current: Trajectory(t, current, [1.0], [zero]))
+        warm.update(0.0, (0.0, q, zero))
+        warm.offer(Request(tuple(chain.joint_names), 0.0, ((1.0, q, (), ()),)))
+        warm.update(0.0, (0.5, q, zero))
         warm.update(1.0)
         self.core = core
+        if trajectory_action.AVAILABLE:
+            self.action = trajectory_action.TrajectoryAction(
+                self, self.get_parameter("action_monitor_rate").value)
+        else:
+            self.get_logger().info(trajectory_action.MISSING)
         rate = core.settings["rate"]
         if rate > 0:
             self.create_timer(1.0 / rate, lambda: self._send(self.core.tick()))
@@ -104,21 +121,39 @@ class ComputedTorqueController(Node):
         self._send(self.core.update(self._now(), (stamp, q, qd)))
 
     def on_trajectory(self, msg):
-        if self.core is None:
-            return
-        self.core.set_goal(lambda t, current: messages.read_trajectory(msg, self.core.chain, t, current))
-        log_events(self, self.core)
+        if self.core is not None:
+            self.offer(messages.trajectory_request(msg))
+
+    def offer(self, request):
+        """A goal (goals.Request) from the topic or the action -> the core's Goal."""
+        goal = self.core.offer(request)
+        self.log_core_events()
+        return goal
+
+    def log_core_events(self):
+        if self.core.events:
+            log_events(self, self.core)
 
     def _send(self, command):
-        """A command from the core -> the effort message (and reference and error)."""
+        """A command from the core -> the effort message (and reference, error and, at
+        state_publish_rate, the controller state)."""
         if command is not None:
             self.effort_pub.publish(self.effort_msg.fill(command.tau))
             if command.desired is not None:
                 q_d, qd_d, _ = command.desired
                 self.reference_pub.publish(self.reference_msg.fill(command.t, q_d, qd_d, command.tau))
                 self.error_pub.publish(self.error_msg.fill(command.t, *command.errors))
-        if self.core.events:
-            log_events(self, self.core)
+                # a period of state time since the last (either way: a simulator restarts)
+                if (self.state_msg is not None and
+                        abs(command.t - self.state_time) >= self.state_period - 1e-6):
+                    self._publish_state(command)
+        self.log_core_events()
+
+    def _publish_state(self, command):
+        self.state_time = command.t
+        _, q, qd = self.core.state
+        self.controller_state_pub.publish(self.state_msg.fill(
+            command.t, command.desired, (q, qd), command.errors, command.tau))
 
     def shutdown(self):
         if self.core is not None:

@@ -12,7 +12,7 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..trajectory import Trajectory
+from ..goals import Request
 
 
 class BadMessage(ValueError):
@@ -161,61 +161,44 @@ def read_effort_command(msg, n):
     return tau
 
 
-def read_trajectory(msg, chain, now, current):
-    """JointTrajectory -> Trajectory over all chain joints, or BadMessage naming the problem.
+def trajectory_request(msg, source="topic", path_tolerance=(), goal_tolerance=(),
+                       goal_time_tolerance=0.0) -> Request:
+    """trajectory_msgs/JointTrajectory (and a goal's tolerances) -> goals.Request, plain data;
+    goals.trajectory_from_request checks it. Tolerances: sequences of control_msgs
+    JointTolerance (name, position, velocity, acceleration); goal_time_tolerance in s."""
+    points = tuple((to_seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
+                   for p in msg.points)
+    tolerances = [tuple((t.name, t.position, t.velocity, t.acceleration) for t in given)
+                  for given in (path_tolerance, goal_tolerance)]
+    return Request(tuple(msg.joint_names), to_seconds(msg.header.stamp), points, *tolerances,
+                   float(goal_time_tolerance), source)
 
-    now: the controller's time (s); header.stamp = 0 means start at `now`.
-    current: (q, qd, qdd) desired state now, (n,) each: the trajectory starts from it, and joints
-    the message leaves out hold their current desired position (a partial goal).
-    """
-    names = list(msg.joint_names)
-    index = {name: i for i, name in enumerate(chain.joint_names)}
-    unknown = [name for name in names if name not in index]
-    if unknown:
-        raise BadMessage(f"trajectory names unknown joint '{unknown[0]}'")
-    if len(set(names)) != len(names):
-        raise BadMessage("trajectory names a joint twice")
-    if not msg.points:
-        raise BadMessage("trajectory has no points")
-    m = len(names)
-    cols = [index[name] for name in names]
-    times, pos, vel, acc = [], [], [], []
-    for k, point in enumerate(msg.points):
-        times.append(point.time_from_start.sec + point.time_from_start.nanosec * 1e-9)
-        if len(point.positions) != m:
-            raise BadMessage(f"trajectory point {k} has {len(point.positions)} positions for {m} joints")
-        for label, values, store in (("velocities", point.velocities, vel),
-                                     ("accelerations", point.accelerations, acc)):
-            if len(values) not in (0, m):
-                raise BadMessage(f"trajectory point {k} has {len(values)} {label} for {m} joints")
-            store.append(values)
-        pos.append(point.positions)
-    times = np.array(times)
-    if times[0] < 0 or np.any(np.diff(times) <= 0):
-        raise BadMessage(f"trajectory time_from_start must increase from >= 0, got {times.tolist()}")
-    q_now, qd_now, qdd_now = current
 
-    def full(rows, fill):
-        out = np.tile(fill, (len(rows), 1))
-        out[:, cols] = np.array(rows, dtype=float)
-        return out
+def fill_point(point, t, *values):
+    """A trajectory_msgs/JointTrajectoryPoint with time_from_start t (s) and values, one (n,)
+    array each, in the order positions, velocities, accelerations (those given)."""
+    point.time_from_start = to_duration(max(t, 0.0))
+    for field, value in zip(("positions", "velocities", "accelerations"), values):
+        setattr(point, field, doubles(value))
+    return point
 
-    positions = full(pos, q_now)
-    has_vel = all(len(v) == m for v in vel)
-    has_acc = has_vel and all(len(a) == m for a in acc)
-    velocities = full(vel, np.zeros(chain.n)) if has_vel else None
-    accelerations = full(acc, np.zeros(chain.n)) if has_acc else None
-    for label, arr in (("positions", positions), ("velocities", velocities),
-                       ("accelerations", accelerations)):
-        if arr is not None and not np.all(np.isfinite(arr)):
-            raise BadMessage(f"trajectory has non-finite {label}")
-    lower, upper = chain.position_min, chain.position_max
-    outside = ((positions < lower) | (positions > upper)).any(axis=0)
-    if outside.any():
-        j = int(np.argmax(outside))
-        worst = positions[:, j][np.argmax(np.maximum(lower[j] - positions[:, j], positions[:, j] - upper[j]))]
-        raise BadMessage(f"trajectory position {worst:.4g} of joint '{chain.joint_names[j]}' is "
-                         f"outside its limits [{lower[j]:.4g}, {upper[j]:.4g}]")
-    stamp = to_seconds(msg.header.stamp)
-    start = now if stamp == 0.0 else stamp
-    return Trajectory(start, (q_now, qd_now, qdd_now), times, positions, velocities, accelerations)
+
+class ControllerStateWriter:
+    """One control_msgs/JointTrajectoryControllerState (its class is passed in: control_msgs is
+    optional), refilled in place: reference q_d, qd_d, qdd_d; feedback q, qd; error e, ed;
+    output: the effort (N m or N)."""
+
+    def __init__(self, msg_class, names):
+        self.msg = msg_class(joint_names=list(names))
+        self.msg.speed_scaling_factor = 1.0
+        n, m = len(names), self.msg
+        self.views = [_in_place(point, field, n) for point, fields in (
+            (m.reference, ("positions", "velocities", "accelerations")),
+            (m.feedback, ("positions", "velocities")), (m.error, ("positions", "velocities")),
+            (m.output, ("effort",))) for field in fields]
+
+    def fill(self, t, desired, actual, errors, tau):
+        set_stamp(self.msg.header.stamp, t)
+        for view, value in zip(self.views, (*desired, *actual, *errors, tau)):
+            view[:] = value
+        return self.msg

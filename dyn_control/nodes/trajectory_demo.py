@@ -1,10 +1,13 @@
 """trajectory_demo: sends the controller one smooth multi-point trajectory within the limits.
 
-Waits for the first /joint_states (the trajectory is centred there) and for the controller's
-~/joint_trajectory subscriber, then publishes a quintic JointTrajectory (positions, velocities,
-accelerations) with header.stamp = 0, "start now". See dyn_control.trajectory.sine_waypoints.
+Waits for the first /joint_states (the trajectory is centred there) and for the controller,
+then sends a quintic JointTrajectory (positions, velocities, accelerations) with header.stamp =
+0, "start now" (see dyn_control.trajectory.sine_waypoints): as a FollowJointTrajectory goal, as
+MoveIt sends one, and logs its result; or, with `interface: topic` or without control_msgs, on
+the controller's ~/joint_trajectory topic.
 """
 
+from rclpy.action import ActionClient
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -13,10 +16,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..parameters import TRAJECTORY_DEMO
 from ..trajectory import sine_waypoints
-from . import messages
+from . import messages, trajectory_action
 from .common import StartupError, build_chain, declare_parameters, model_text, run
 
-TOPIC = "/computed_torque_controller/joint_trajectory"
+CONTROLLER = "/computed_torque_controller"
 
 
 class TrajectoryDemo(Node):
@@ -33,7 +36,15 @@ class TrajectoryDemo(Node):
         self.reader = messages.JointStateReader(self.chain.joint_names)
         self.sent = False
         self.start = None
-        self.pub = self.create_publisher(JointTrajectory, TOPIC, 10)
+        self.action = None
+        if self.get_parameter("interface").value == "action":
+            if trajectory_action.AVAILABLE:
+                self.action = ActionClient(self, trajectory_action.FollowJointTrajectory,
+                                           f"{CONTROLLER}/follow_joint_trajectory")
+            else:
+                self.get_logger().info("control_msgs is not installed: the trajectory goes "
+                                       "on the ~/joint_trajectory topic")
+        self.pub = self.create_publisher(JointTrajectory, f"{CONTROLLER}/joint_trajectory", 10)
         # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
         self._state_sub = self.create_subscription(JointState, "/joint_states", self._on_state,
                                                    qos_profile_sensor_data)
@@ -53,7 +64,9 @@ class TrajectoryDemo(Node):
         self.destroy_subscription(self._state_sub)
 
     def _maybe_send(self):
-        if self.sent or self.start is None or self.pub.get_subscription_count() == 0:
+        ready = (self.action.server_is_ready() if self.action is not None else
+                 self.pub.get_subscription_count() > 0)
+        if self.sent or self.start is None or not ready:
             return
         p = lambda name: self.get_parameter(name).value  # noqa: E731
         times, q, qd, qdd = sine_waypoints(self.start, self.chain.lower, self.chain.upper,
@@ -65,10 +78,27 @@ class TrajectoryDemo(Node):
             msg.points.append(JointTrajectoryPoint(
                 positions=q[k].tolist(), velocities=qd[k].tolist(), accelerations=qdd[k].tolist(),
                 time_from_start=messages.to_duration(t)))
-        self.pub.publish(msg)
+        if self.action is not None:
+            goal = trajectory_action.FollowJointTrajectory.Goal(trajectory=msg)
+            self.action.send_goal_async(goal).add_done_callback(self._on_response)
+        else:
+            self.pub.publish(msg)
         self.sent = True
         self._poll.cancel()
-        self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s")
+        self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s "
+                               f"({'action' if self.action is not None else 'topic'})")
+
+    def _on_response(self, future):
+        handle = future.result()
+        if not handle.accepted:
+            self.get_logger().error("goal rejected")
+            return
+        handle.get_result_async().add_done_callback(self._on_result)
+
+    def _on_result(self, future):
+        result = future.result().result
+        code = trajectory_action.code_name(result.error_code)
+        self.get_logger().info(f"goal result: {code}: {result.error_string}")
 
     def shutdown(self):
         pass

@@ -1,0 +1,311 @@
+"""The FollowJointTrajectory action and ~/controller_state over DDS, against the simulator: the
+simulator and the controller as separate processes (config/*.yaml, synchronous on simulation
+time, real time), and a client of our own in this process, as MoveIt drives an arm.
+
+References: joint_trajectory_controller's semantics (its result codes and tolerance rules,
+dyn_control.goals), the goal's own target positions, ~/reference for ~/controller_state, and the
+closed form of the computed-torque error response for the bounds (poles at -20 rad/s, stated at
+each test). control_msgs here is the stand-in that `make test` builds (test/standin_control_msgs),
+field for field the released one.
+"""
+
+import statistics
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+import rclpy  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from conftest import require  # noqa: E402
+from harness import processes  # noqa: E402
+from dyn_control.nodes import messages  # noqa: E402
+
+require("control_msgs")  # built by `make test`; without it, test_nodes covers the topic only
+from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from control_msgs.msg import JointTolerance, JointTrajectoryControllerState  # noqa: E402
+
+DOMAIN = 67
+CONTROLLER = "/computed_torque_controller"
+MONITOR_RATE = 10.0  # Hz, the controller's action_monitor_rate here (default 20)
+NAMES = [f"joint{i}" for i in range(1, 8)]
+Result = FollowJointTrajectory.Result
+STATUS_SUCCEEDED, STATUS_CANCELED, STATUS_ABORTED = 4, 5, 6  # action_msgs/GoalStatus
+
+
+class Client(Node):
+    """An action client plus what it needs to judge the loop: the joint states, the
+    controller's ~/reference and ~/controller_state, and a topic publisher. Spun in a
+    background thread; the test thread waits on futures."""
+
+    def __init__(self):
+        super().__init__("action_test_client")
+        self.lock = threading.Lock()
+        self.states, self.references, self.controller_states = [], [], []
+
+        def keep(store):
+            def callback(msg):
+                with self.lock:
+                    store.append(msg)
+            return callback
+
+        self.create_subscription(JointState, "/joint_states", keep(self.states), 1000)
+        self.create_subscription(JointState, f"{CONTROLLER}/reference", keep(self.references), 1000)
+        self.create_subscription(JointTrajectoryControllerState, f"{CONTROLLER}/controller_state",
+                                 keep(self.controller_states), 1000)
+        self.topic = self.create_publisher(JointTrajectory, f"{CONTROLLER}/joint_trajectory", 10)
+        self.action = ActionClient(self, FollowJointTrajectory,
+                                   f"{CONTROLLER}/follow_joint_trajectory")
+        self._stop = threading.Event()
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while rclpy.ok() and not self._stop.is_set():
+            self._executor.spin_once(timeout_sec=0.05)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._executor.shutdown(timeout_sec=1.0)
+        self.destroy_node()
+
+    def latest(self):
+        """(sim time s, q (7,)) of the newest joint state."""
+        with self.lock:
+            msg = self.states[-1]
+        return messages.to_seconds(msg.header.stamp), np.array(msg.position)
+
+    def positions_since(self, t):
+        with self.lock:
+            rows = [(messages.to_seconds(m.header.stamp), m.position) for m in self.states]
+        return np.array([q for stamp, q in rows if stamp >= t])
+
+    def send(self, goal, timeout=30.0):
+        """Send a goal; -> (goal handle, feedback list of (wall time, Feedback))."""
+        feedback = []
+        future = self.action.send_goal_async(
+            goal, feedback_callback=lambda m: feedback.append((time.monotonic(), m.feedback)))
+        handle = wait(future, timeout)
+        assert handle.accepted  # refusals come as results, with their codes
+        return handle, feedback
+
+    def result(self, handle, timeout=30.0):
+        """-> (status, error_code, error_string) once the goal ended."""
+        response = wait(handle.get_result_async(), timeout)
+        return response.status, response.result.error_code, response.result.error_string
+
+
+def wait(future, timeout):
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        assert time.monotonic() < deadline, "timed out waiting for the action"
+        time.sleep(0.01)
+    return future.result()
+
+
+def wait_sim(client, seconds, since=None):
+    """Wait until the recorded joint states reach `seconds` of simulated time after `since`
+    (default: the newest recorded now; the recording may lag the loop a little)."""
+    start = client.latest()[0] if since is None else since
+    deadline = time.monotonic() + 10 * seconds + 10
+    while client.latest()[0] < start + seconds:
+        assert time.monotonic() < deadline, "simulated time stopped"
+        time.sleep(0.01)
+
+
+def assert_holds(client, t0, target):
+    """After an abort or a cancel, the arm holds where it was: 1.5 s on it is still (under
+    1e-5 rad over the last 0.2 s: the critically damped decay, poles at -20 rad/s, is ~1e-9
+    rad by then) at a position it passed on its way (within 1e-3 rad, a few samples' travel),
+    far from the target. Returns how far it went past that position (rad)."""
+    wait_sim(client, 1.5)
+    moved = client.positions_since(t0)
+    held = moved[-1]
+    passed = np.abs(moved - held).max(axis=1)
+    at = int(np.argmax(passed < 1e-3))
+    assert passed.min() < 1e-3 and at < len(passed) - 1000
+    assert np.abs(moved[-200:] - held).max() < 1e-5
+    assert np.abs(held - target).max() > 0.1
+    return passed[at:].max()
+
+
+def trajectory(points, names=NAMES, stamp=0.0):
+    """JointTrajectory from (time s, positions) pairs, at rest at each point (quintic)."""
+    msg = JointTrajectory(joint_names=list(names))
+    msg.header.stamp = messages.to_stamp(stamp)
+    zero = [0.0] * len(names)
+    for t, q in points:
+        msg.points.append(JointTrajectoryPoint(
+            positions=[float(x) for x in q], velocities=zero, accelerations=zero,
+            time_from_start=messages.to_duration(t)))
+    return msg
+
+
+def goal_to(q_target, duration=2.0, q_now=None, **fields):
+    """A MoveIt-style goal: the first point the current position at 0 s, then the target."""
+    points = ([(0.0, q_now)] if q_now is not None else []) + [(duration, q_target)]
+    return FollowJointTrajectory.Goal(trajectory=trajectory(points), **fields)
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory):
+    log_dir = tmp_path_factory.mktemp("action")
+    urdf, arm_configs = processes.arm_files("default_arm")
+    env = processes.loop_env()
+    nodes = [processes.NodeProcess(
+        "dynamics_simulator", [processes.config("simulator"), *arm_configs],
+        {"urdf_file": str(urdf)}, log_dir=log_dir, env=env, domain_id=DOMAIN)]
+    nodes.append(processes.NodeProcess(
+        "computed_torque_controller", [processes.config("controller")],
+        {"urdf_file": str(urdf), "use_sim_time": True, "action_monitor_rate": MONITOR_RATE},
+        log_dir=log_dir, env=env, domain_id=DOMAIN))
+    rclpy.init(domain_id=DOMAIN)
+    client = Client()
+    try:
+        assert client.action.wait_for_server(timeout_sec=90), nodes[1].log()
+        deadline = time.monotonic() + 30
+        while not client.states:
+            assert time.monotonic() < deadline, "no joint states"
+            time.sleep(0.05)
+        yield client, nodes
+    finally:
+        client.close()
+        rclpy.try_shutdown()
+        codes = {node.name: node.stop() for node in reversed(nodes)}
+        assert codes == {"dynamics_simulator": 0, "computed_torque_controller": 0}, codes
+
+
+def test_a_moveit_style_goal_succeeds_at_the_goal_with_feedback_at_the_rate(loop):
+    client, _ = loop
+    _, q = client.latest()
+    target = q + np.linspace(0.1, -0.1, 7)
+    t0 = client.latest()[0]
+    handle, feedback = client.send(goal_to(target, 2.0, q_now=q))  # no tolerances, stamp 0
+    status, code, reason = client.result(handle)
+    assert (status, code) == (STATUS_SUCCEEDED, Result.SUCCESSFUL), reason
+    # at the end: within 1e-3 rad of the goal (the loop tracks to ~1e-4, test_closed_loop)
+    wait_sim(client, 3.0, since=t0)
+    np.testing.assert_allclose(client.latest()[1], target, atol=1e-3)
+    # feedback at action_monitor_rate (steady clock): its median spacing within 30 % of 1/rate;
+    # error = desired - actual, index from 1 (heading for the target) to 2 (past it)
+    spacing = statistics.median(np.diff([t for t, _ in feedback]))
+    assert abs(spacing - 1 / MONITOR_RATE) < 0.3 / MONITOR_RATE, spacing
+    for _, f in feedback:
+        assert list(f.joint_names) == NAMES
+        np.testing.assert_allclose(np.subtract(f.desired.positions, f.actual.positions),
+                                   f.error.positions, atol=1e-12)
+    indices = [f.index for _, f in feedback]
+    assert indices == sorted(indices) and indices[0] == 1 and indices[-1] in (1, 2)
+
+
+def test_a_path_tolerance_the_arm_cannot_meet_aborts_and_holds(loop):
+    client, _ = loop
+    t0, q = client.latest()
+    target = q + 0.3
+    tight = [JointTolerance(name="joint1", position=1e-7)]  # below the loop's tracking error
+    handle, _ = client.send(goal_to(target, 2.0, path_tolerance=tight))
+    status, code, reason = client.result(handle)
+    assert (status, code) == (STATUS_ABORTED, Result.PATH_TOLERANCE_VIOLATED), reason
+    assert "joint 'joint1' position error" in reason and "holding where the arm is" in reason
+    assert_holds(client, t0, target)
+
+
+def test_a_goal_not_reached_within_goal_time_aborts(loop):
+    client, _ = loop
+    _, q = client.latest()
+    # the residual 0.05 s after the end (~1e-6 rad, poles at -20 rad/s) is far above 1e-12 rad
+    exact = [JointTolerance(name=name, position=1e-12) for name in NAMES]
+    handle, _ = client.send(goal_to(q + 0.05, 1.0, goal_tolerance=exact,
+                                    goal_time_tolerance=messages.to_duration(0.05)))
+    status, code, reason = client.result(handle)
+    assert (status, code) == (STATUS_ABORTED, Result.GOAL_TOLERANCE_VIOLATED), reason
+    assert "goal_time 0.05 s" in reason
+
+
+def test_a_cancel_mid_motion_holds_where_the_arm_is(loop):
+    client, _ = loop
+    t0, q = client.latest()
+    handle, _ = client.send(goal_to(q + 0.3, 2.0))  # peak speed 0.28 rad/s at 1 s
+    wait_sim(client, 1.0)
+    wait(handle.cancel_goal_async(), 10.0)
+    status, code, _ = client.result(handle)
+    assert (status, code) == (STATUS_CANCELED, Result.SUCCESSFUL)  # as JTC reports a cancel
+    # Bound: it goes under 1e-2 rad past where it holds (a critically damped stop from 0.28
+    # rad/s overshoots by v / (w e) = 5e-3 rad, poles at -20 rad/s)
+    overshoot = assert_holds(client, t0, q + 0.3)
+    print(f"cancel: overshoot {overshoot:.3g} rad")
+    assert overshoot < 1e-2
+
+
+def test_a_second_goal_and_a_topic_trajectory_preempt_the_running_goal(loop):
+    client, _ = loop
+    _, q = client.latest()
+    first, _ = client.send(goal_to(q + 0.2, 3.0))
+    wait_sim(client, 0.3)
+    second, _ = client.send(goal_to(q, 1.5))
+    status, code, reason = client.result(first)
+    assert (status, code) == (STATUS_ABORTED, Result.INVALID_GOAL) and "preempted" in reason
+    assert client.result(second)[:2] == (STATUS_SUCCEEDED, Result.SUCCESSFUL)
+    third, _ = client.send(goal_to(q + 0.2, 3.0))
+    wait_sim(client, 0.3)
+    client.topic.publish(trajectory([(1.5, q)]))
+    status, code, reason = client.result(third)
+    assert (status, code) == (STATUS_ABORTED, Result.INVALID_GOAL)
+    assert "preempted by a new goal from the topic" in reason
+    wait_sim(client, 2.5)
+    np.testing.assert_allclose(client.latest()[1], q, atol=1e-3)  # the topic's trajectory ran
+
+
+@pytest.mark.parametrize("case", ["unknown joint", "too fast", "old stamp", "negative tolerance"])
+def test_refused_goals_end_with_their_code_and_reason(loop, case):
+    client, _ = loop
+    t, q = client.latest()
+    goal = goal_to(q + 0.05, 1.0)
+    if case == "unknown joint":
+        goal.trajectory.joint_names[3] = "elbow"
+        expected, named = Result.INVALID_JOINTS, "unknown joint 'elbow'"
+    elif case == "too fast":  # joint2 by 1 rad in 0.2 s: the trajectory check refuses it
+        goal = goal_to(q + np.where(np.arange(7) == 1, 1.0, 0.0), 0.2)
+        expected, named = Result.INVALID_GOAL, "joint 'joint2' needs torque"
+    elif case == "old stamp":  # 1 s long, stamped 5 s ago: over before it arrives
+        goal.trajectory.header.stamp = messages.to_stamp(t - 5.0)
+        expected, named = Result.OLD_HEADER_TIMESTAMP, "before now"
+    else:
+        goal.goal_tolerance = [JointTolerance(name="joint1", position=-0.5)]
+        expected, named = Result.INVALID_GOAL, "must be > 0, 0 (keep the default) or -1"
+    handle, _ = client.send(goal)
+    status, code, reason = client.result(handle)
+    assert (status, code) == (STATUS_ABORTED, expected) and named in reason, reason
+
+
+def test_controller_state_carries_the_reference_measurement_error_and_output(loop):
+    client, _ = loop
+    _, q = client.latest()
+    handle, _ = client.send(goal_to(q + 0.05, 1.0))
+    client.result(handle)
+    with client.lock:
+        states, references = list(client.controller_states), list(client.references)
+    by_stamp = {messages.to_seconds(r.header.stamp): r for r in references}
+    matched = [(s, by_stamp[messages.to_seconds(s.header.stamp)]) for s in states
+               if messages.to_seconds(s.header.stamp) in by_stamp]
+    assert len(matched) > 20
+    for state, reference in matched:  # the same command, so equal to the last bit
+        assert list(state.joint_names) == NAMES
+        assert list(state.reference.positions) == list(reference.position)
+        assert list(state.reference.velocities) == list(reference.velocity)
+        assert list(state.output.effort) == list(reference.effort)
+        np.testing.assert_allclose(np.subtract(state.reference.positions, state.feedback.positions),
+                                   state.error.positions, atol=1e-12)
+    # state_publish_rate, 50 Hz of state time: 20 ms between stamps
+    stamps = np.array([messages.to_seconds(s.header.stamp) for s in states])
+    assert statistics.median(np.diff(stamps)) == pytest.approx(0.02, abs=1e-6)
