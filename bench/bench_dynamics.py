@@ -31,6 +31,7 @@ from dyn_control import kernels
 from dyn_control.control import effort_limits, trajectory_violation
 from dyn_control.trajectory import Trajectory, sine_waypoints
 from dyn_control.dynamics import model_arrays
+from dyn_control.kinematics import frame_pose_and_jacobian
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
 from examples import random_chain_urdf  # noqa: E402  (the tests' random chains)
@@ -145,6 +146,31 @@ def trajectory_check(quick):
     return {"samples": len(trajectory.check_times()), "ms": ms}
 
 
+def frame_kinematics(quick):
+    """us per call of the tip's pose and Jacobian (one call, frame_pose_and_jacobian) on the
+    Panda, against pin.forwardKinematics + updateFramePlacement + computeFrameJacobian from
+    Python on the reduced model (the chain's joints only), same q, same numbers."""
+    path = ROBOTS / "panda_description/urdf/panda.urdf"
+    chain = load_chain(path, tip_link="panda_hand")
+    ref = PinReference(path, chain)
+    model, data = ref.reduced, ref.reduced_data
+    q = np.random.default_rng(2).uniform(-1, 1, chain.n)
+    qp, fid = ref.q_of(model, q), model.getFrameId("panda_hand", pin.BODY)
+
+    def theirs():
+        pin.forwardKinematics(model, data, qp)
+        pin.updateFramePlacement(model, data, fid)
+        return pin.computeFrameJacobian(model, data, qp, fid, pin.LOCAL_WORLD_ALIGNED)
+
+    R, p, J = frame_pose_and_jacobian(chain, q)
+    np.testing.assert_allclose(J, theirs(), atol=1e-9)
+    np.testing.assert_allclose(p, data.oMf[fid].translation, atol=1e-9)
+    budget = 0.01 if quick else 0.05
+    ours_us = per_call_us(lambda: frame_pose_and_jacobian(chain, q), budget=budget)
+    theirs_us = per_call_us(theirs, budget=budget)
+    return {"ours_us": ours_us, "pinocchio_us": theirs_us, "ratio": ours_us / theirs_us}
+
+
 def startup_cost():
     """Seconds from a fresh interpreter to the first results: compiling, then from the cache."""
     code = ("import time; t0 = time.perf_counter(); import numpy as np; "
@@ -208,6 +234,11 @@ def main():
     print(f"trajectory check of a 10 s trajectory of the default arm ({check['samples']} samples):"
           f" {check['ms']:.2f} ms")
 
+    frames = frame_kinematics(args.quick)
+    print(f"pose + Jacobian of the panda's hand: {frames['ours_us']:.2f} us per call against "
+          f"{frames['pinocchio_us']:.2f} us for pin.forwardKinematics + updateFramePlacement + "
+          f"computeFrameJacobian ({frames['ratio']:.2f}x)")
+
     startup = startup_cost()
     print("\nstart-up (fresh process): " + "; ".join(
         f"{k}: import {v['import_s']:.2f} s + first calls {v['first_calls_s']:.2f} s"
@@ -226,6 +257,8 @@ def main():
                     batch["speedup"], batch["speedup"] >= 5))
     targets.append(("trajectory check, 10 s of a 7-joint arm: < 5 ms", check["ms"],
                     check["ms"] < 5))
+    targets.append(("pose + Jacobian of a 7-joint arm's hand / Pinocchio's <= 3", frames["ratio"],
+                    frames["ratio"] <= 3))
     if fits:
         k_id, k_m = fits["inverse_dynamics"]["k"], fits["mass_matrix"]["k"]
         targets += [("inverse_dynamics grows linearly (k ~ 1)", k_id, 0.7 <= k_id <= 1.3),
@@ -237,7 +270,7 @@ def main():
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup, "batched": batch,
-                               "trajectory_check": check,
+                               "trajectory_check": check, "frame_kinematics": frames,
                                "targets": [{"target": t, "value": v, "met": bool(ok)}
                                            for t, v, ok in targets]}, indent=2))
     print(f"\nwrote {out}")

@@ -27,8 +27,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import goals
-from .control import (ControlLaw, all_finite, at_limit, critical_damping, effort_limits,
+from . import goals, kinematics
+from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
+from .control import (MODES, ControlLaw, all_finite, at_limit, critical_damping, effort_limits,
                       gain_vector, limit_rate, trajectory_violation)
 from .model import to_chain_order
 from .parameters import payload_model, unset
@@ -40,8 +41,9 @@ REPORT_EVERY = 5.0  # s of state time between two compute-time reports
 class Command(NamedTuple):
     t: float  # s, state time
     tau: np.ndarray  # (n,) chain order
-    desired: tuple  # (q_d, qd_d, qdd_d), or None while holding after a state timeout
-    errors: tuple  # (e, ed), or None while holding
+    desired: tuple  # (q_d, qd_d, qdd_d), or None while holding or in cartesian_impedance
+    errors: tuple  # (e, ed), or None likewise
+    task: np.ndarray = None  # cartesian_impedance: the pose error (6,), m and rad, base axes
 
 
 def controller_settings(chain, value, order=None):
@@ -58,8 +60,17 @@ def controller_settings(chain, value, order=None):
     def constraint(kind):  # constraints.<joint>.<kind>, chain order
         return np.array([value(f"constraints.{name}.{kind}") for name in chain.joint_names])
 
+    def optional(name, size=n, check=gain_vector):
+        given = value(name)
+        if unset(given):
+            return None
+        values = check(given, size, name)
+        return to_chain_order(values, order) if size == n else values
+
     kp = per_joint("kp")
     override = value("effort_limits")
+    ee_link = value("ee_link") or chain.tip_link
+    chain.frame(ee_link, "ee_link")  # ValueError naming it
     return dict(
         mode=value("mode"), kp=kp,
         kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
@@ -77,7 +88,25 @@ def controller_settings(chain, value, order=None):
         tolerances=goals.Tolerances.defaults(
             constraint("trajectory"), constraint("goal"),
             value("constraints.stopped_velocity_tolerance"), value("constraints.goal_time")),
+        cartesian=dict(
+            ee_link=ee_link, stiffness=gain_vector(value("cartesian_stiffness"), 6,
+                                                  "cartesian_stiffness"),
+            damping=optional("cartesian_damping", 6),
+            nullspace_stiffness=per_joint("nullspace_stiffness"),
+            nullspace_damping=optional("nullspace_damping"),
+            operational_space=bool(value("operational_space")),
+            max_pose_error=gain_vector(value("max_pose_error"), 2, "max_pose_error")),
+        nullspace_posture=optional("nullspace_posture", check=_posture),
+        target_filter=value("target_filter"),
         model=payload_model(chain, value))
+
+
+def _posture(value, n, name):
+    """n finite positions (rad or m), any sign; ValueError names the parameter."""
+    values = np.atleast_1d(np.asarray(value, dtype=float))
+    if values.shape != (n,) or not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be {n} finite values, got {values.tolist()}")
+    return values
 
 
 class Goal:
@@ -103,6 +132,30 @@ class Goal:
         self.status, self.outcome, self.code, self.reason = "done", outcome, code, reason
 
 
+class Task:
+    """What cartesian_impedance reads: the target pose (R (3, 3), p (3,) m, base frame), the
+    filtered target the law tracks, the feed-forward wrench w (6,) and the posture q_n (n,),
+    and the last pose error (6,)."""
+
+    def __init__(self, R, p, posture):
+        self.target = self.filtered = (R, p)
+        self.wrench = np.zeros(6)
+        self.posture = posture
+        self.error = np.zeros(6)
+
+    def step(self, dt, time_constant):
+        """The filtered target after dt s: first order toward the target with time_constant
+        (s; 0: the target itself), position and rotation (along the geodesic) alike."""
+        if time_constant <= 0:
+            self.filtered = self.target
+        else:
+            share = dt / (time_constant + dt)
+            (R_f, p_f), (R_t, p_t) = self.filtered, self.target
+            self.filtered = (R_f @ kinematics.rotation_exp(share * kinematics.rotation_log(R_f.T @ R_t)),
+                             p_f + share * (p_t - p_f))
+        return self.filtered
+
+
 class ControllerCore:
     """Goals, trajectory, stale-state hold, rate limit and the law, for one chain."""
 
@@ -110,6 +163,7 @@ class ControllerCore:
         self.chain = chain  # from the URDF; settings["model"] adds the payload
         self.law = None
         self.trajectory = None
+        self.task = None  # cartesian_impedance: its target, wrench, posture (Task)
         self.goal = None  # the active goal, whose trajectory runs
         self.pending = None  # a goal that came before the first state
         self.state = None  # (stamp, q, qd) of the last good joint state
@@ -128,18 +182,36 @@ class ControllerCore:
     def configure(self, settings):
         """Take validated settings (controller_settings); the rebuilt law keeps the error
         integral, the estimate of the unmodelled load. New default tolerances apply from the
-        next goal on (the active one keeps its own, as JTC)."""
-        self.settings = settings
-        self.model, self.limits = settings["model"], settings["limits"]
-        self.state_timeout = settings["state_timeout"]
+        next goal on (the active one keeps its own, as JTC). A mode switch hands the new law
+        the current state as its reference: entering cartesian_impedance (or a new ee_link)
+        takes the current pose as the target and the current posture as q_n; leaving it, the
+        joint law holds the measured position."""
+        before = getattr(self, "settings", None)
+        self.settings = s = settings
+        self.model, self.limits = s["model"], s["limits"]
+        self.state_timeout = s["state_timeout"]
         # the watchdog looks twice per timeout, at least every 10 ms
         self.watchdog_period = min(0.01, self.state_timeout / 2)
         self.hold_law = ControlLaw.gravity(self.model, self.limits)
+        joint_mode = s["mode"] if s["mode"] in MODES else "computed_torque"
         self.law = ControlLaw(
-            self.model, settings["mode"], settings["kp"], settings["kd"], self.limits,
-            settings["friction_compensation"], settings["friction_deadband"],
-            settings["control_period"], settings["ki"], settings["integral_limit"],
+            self.model, joint_mode, s["kp"], s["kd"], self.limits,
+            s["friction_compensation"], s["friction_deadband"],
+            s["control_period"], s["ki"], s["integral_limit"],
             None if self.law is None else self.law.integral)
+        self.cartesian = CartesianLaw(self.model, **s["cartesian"], limits=self.limits,
+                                      friction_compensation=s["friction_compensation"],
+                                      friction_deadband=s["friction_deadband"],
+                                      period=s["control_period"])
+        was = before is not None and before["mode"] == CARTESIAN_IMPEDANCE
+        if s["mode"] == CARTESIAN_IMPEDANCE:
+            if not was or before["cartesian"]["ee_link"] != s["cartesian"]["ee_link"]:
+                self.task = None  # (re)entered at the next tick
+            if self.goal is not None:
+                self._finish(self.goal, "aborted", goals.INVALID_GOAL,
+                             "the controller switched to cartesian_impedance")
+        elif was:
+            self.trajectory = None  # the next tick holds the position it measures
 
     def _say(self, level, text, throttle=False):
         self.events.append((level, text, throttle))
@@ -171,6 +243,11 @@ class ControllerCore:
     def _start(self, goal):
         t, q, qd = self.state
         s, request = self.settings, goal.request
+        if s["mode"] == CARTESIAN_IMPEDANCE:
+            goal._end("aborted", goals.INVALID_GOAL, "the controller is in cartesian_impedance "
+                                                     "mode: trajectories need a joint mode")
+            self._say("error", f"trajectory refused: {goal.reason}", throttle=True)
+            return
         desired = self.trajectory.sample(t) if self.trajectory is not None else None
         zero = np.zeros(self.chain.n)
         if desired is None:
@@ -252,6 +329,49 @@ class ControllerCore:
         self._finish(goal, "aborted", code, reason + "; holding where the arm is")
         return True
 
+    # ------------------------------------------------------------------ cartesian targets
+
+    def _enter_task(self, q):
+        """Take the current pose as the target and the posture (or nullspace_posture) as q_n;
+        warn when the stiffness is beyond what the control period can hold on this arm."""
+        s = self.settings
+        R, p = kinematics.frame_pose(self.model, q, s["cartesian"]["ee_link"])
+        posture = s["nullspace_posture"]
+        self.task = Task(R, p, np.array(q if posture is None else posture, dtype=float))
+        fastest = self.cartesian.fastest_mode(q)
+        if fastest * s["control_period"] > 1.0:
+            self._say("warning", f"cartesian_stiffness: the stiffest mode of the arm at this pose "
+                      f"is {fastest:.0f} rad/s, beyond 1/control_period ({1 / s['control_period']:.0f}"
+                      " rad/s): the loop can oscillate; lower the stiffness, or set "
+                      "operational_space")
+
+    def _task(self, what):
+        """The running Task, entered now if the mode just switched; ValueError otherwise."""
+        mode = self.settings["mode"]
+        if mode != CARTESIAN_IMPEDANCE:
+            raise ValueError(f"{what} ignored: the controller is in {mode} mode (set mode to "
+                             f"{CARTESIAN_IMPEDANCE})")
+        if self.task is None:
+            if self.state is None:
+                raise ValueError(f"{what} ignored: no joint state yet")
+            self._enter_task(self.state[1])
+        return self.task
+
+    def set_target_pose(self, R, p):
+        """The target pose of ee_link: R (3, 3), p (3,) m in the base frame."""
+        self._task("target_pose").target = (np.array(R, dtype=float), np.array(p, dtype=float))
+
+    def set_target_wrench(self, wrench):
+        """The feed-forward wrench (6,) [force N; moment N m], base axes."""
+        self._task("target_wrench").wrench = np.array(wrench, dtype=float)
+
+    def set_target_joint(self, index, positions):
+        """Posture positions (rad or m) for the chain joints `index`; the others keep theirs."""
+        task = self._task("target_joint")
+        posture = task.posture.copy()
+        posture[np.asarray(index)] = positions
+        task.posture = posture
+
     # ------------------------------------------------------------------ ticks
 
     def update(self, now, state=None):
@@ -263,7 +383,7 @@ class ControllerCore:
         stamp, q, _ = state
         if self.stale:  # states are back: hold where the arm is now, no torque jump
             self.stale = False
-            self.trajectory = Trajectory.hold(stamp, q)
+            self.trajectory, self.task = Trajectory.hold(stamp, q), None
             self.command_time = stamp - self.watchdog_period  # the rate limit counts from here
             self._say("warning", "joint states are back: holding the current position "
                                  "(the running trajectory was dropped)")
@@ -279,24 +399,35 @@ class ControllerCore:
             return None
         t, q, qd = self.state
         start = time.perf_counter()
-        if self.trajectory is None:  # before any trajectory: hold the first measured position
-            self.trajectory = Trajectory.hold(t, q)
-        desired = self.trajectory.sample(t)
-        # the integral's step: the time since the last tick, at most state_timeout (a gap)
+        # the integral's (and the target filter's) step: the time since the last tick, at most
+        # state_timeout (a gap)
         dt = (0.0 if self.tick_time is None
               else min(max(t - self.tick_time, 0.0), self.state_timeout))
         self.tick_time = t
-        tau, e, ed = self.law(q, qd, *desired, dt)
-        if self.goal is not None and self._monitor(t, e, ed):  # aborted: the hold's command
+        task = None
+        if self.settings["mode"] == CARTESIAN_IMPEDANCE:
+            if self.task is None:
+                self._enter_task(q)
+            R_d, p_d = self.task.step(dt, self.settings["target_filter"])
+            tau, task = self.cartesian(q, qd, R_d, p_d, self.task.wrench, self.task.posture)
+            desired = errors = None
+            self.task.error = task
+        else:
+            if self.trajectory is None:  # before any trajectory: hold the first measured position
+                self.trajectory = Trajectory.hold(t, q)
             desired = self.trajectory.sample(t)
-            tau, e, ed = self.law(q, qd, *desired, 0.0)
+            tau, e, ed = self.law(q, qd, *desired, dt)
+            if self.goal is not None and self._monitor(t, e, ed):  # aborted: the hold's command
+                desired = self.trajectory.sample(t)
+                tau, e, ed = self.law(q, qd, *desired, 0.0)
+            errors = (e, ed)
         self.compute_s.append(time.perf_counter() - start)
         self.ticks += 1
         self.saturated += at_limit(tau, self.limits)
         if t >= self._next_report:
             self._next_report = t + REPORT_EVERY
             self._say("info", self.compute_report())
-        return self._send(Command(t, tau, desired, (e, ed)))
+        return self._send(Command(t, tau, desired, errors, task))
 
     def _watchdog(self, now):
         """No good state for state_timeout: stop feedback; hold gravity compensation or stop."""
@@ -356,11 +487,20 @@ class ControllerCore:
         p50, p99, worst = self.compute_times()
         mode = ("waiting for joint states" if self.state is None else
                 "holding: no good joint state" if self.stale else "tracking")
-        return ("WARN" if self.stale else "OK", mode, {
+        values = {
             "mode": self.settings["mode"], "ticks": self.ticks, "compute_p50_us": p50,
             "compute_p99_us": p99, "compute_max_us": worst,
             "compute_window_ticks": len(self.compute_s),
-            "saturated_ticks": self.saturated, "stale_state_events": self.stale_events})
+            "saturated_ticks": self.saturated, "stale_state_events": self.stale_events}
+        if self.task is not None and self.state is not None:
+            q = self.state[1]
+            J = kinematics.frame_jacobian(self.model, q, self.settings["cartesian"]["ee_link"])
+            values.update({
+                "pose_error_m": float(np.linalg.norm(self.task.error[:3])),
+                "pose_error_rad": float(np.linalg.norm(self.task.error[3:])),
+                "nullspace_error_rad": float(np.linalg.norm(self.task.posture - q)),
+                "manipulability": kinematics.manipulability(J)})
+        return ("WARN" if self.stale else "OK", mode, values)
 
     def compute_report(self):
         """The compute time, for the log."""

@@ -401,3 +401,259 @@ def simulation_step(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, damping
     for i in range(n):
         q_next[i] = min(max(q_next[i], lower[i]), upper[i])
     return q_next, v
+
+
+# ---------------------------------------------------------------- kinematics (over parent[])
+# These walk a parent index per body (parent[i] < i, -1 for the base), so a chain (parent =
+# i - 1) and a tree are the same code. Frames: Rw[i], pw[i] are body i's pose in the base
+# frame; a link's frame is its body's frame composed with the link's fixed pose in it
+# (Chain.frame). Spatial vectors are [linear (3); angular (3)], as Pinocchio's.
+
+WORLD, LOCAL, LOCAL_WORLD_ALIGNED = range(3)  # Pinocchio's ReferenceFrame, by its order
+
+
+@jit
+def body_poses(R, p, parent, Rw, pw):
+    """Bodies' poses in their parents' frames (joint_poses' R (n, 3, 3), p (n, 3)) -> in the
+    base frame: fills Rw (n, 3, 3), pw (n, 3)."""
+    for i in range(p.shape[0]):
+        j = parent[i]
+        for r in range(3):
+            if j < 0:
+                for c in range(3):
+                    Rw[i, r, c] = R[i, r, c]
+                pw[i, r] = p[i, r]
+            else:
+                for c in range(3):
+                    Rw[i, r, c] = Rw[j, r, 0] * R[i, 0, c] + Rw[j, r, 1] * R[i, 1, c] + Rw[j, r, 2] * R[i, 2, c]
+                pw[i, r] = Rw[j, r, 0] * p[i, 0] + Rw[j, r, 1] * p[i, 1] + Rw[j, r, 2] * p[i, 2] + pw[j, r]
+
+
+@jit
+def frame_placement(Rw, pw, body, R_off, p_off, Rf, pf):
+    """The pose (Rf (3, 3), pf (3,), filled) in the base frame of a frame fixed to `body` at
+    (R_off, p_off) in that body's frame."""
+    for r in range(3):
+        for c in range(3):
+            Rf[r, c] = Rw[body, r, 0] * R_off[0, c] + Rw[body, r, 1] * R_off[1, c] + Rw[body, r, 2] * R_off[2, c]
+        pf[r] = Rw[body, r, 0] * p_off[0] + Rw[body, r, 1] * p_off[1] + Rw[body, r, 2] * p_off[2] + pw[body, r]
+
+
+@jit
+def frame_jacobian_at(Rw, pw, axis, jtype, parent, body, Rf, pf, reference, J):
+    """Fill J (6, n): the frame's spatial velocity per joint rate, in `reference`:
+    LOCAL_WORLD_ALIGNED, the velocity of the frame origin pf and the angular velocity, in base
+    axes; LOCAL, the same in the frame's own axes (Rf); WORLD, the velocity of the point at the
+    base origin moving with the frame, in base axes. A joint that does not move the body (not
+    one of its ancestors) has a zero column."""
+    n = J.shape[1]
+    for r in range(6):
+        for c in range(n):
+            J[r, c] = 0.0
+    j = body
+    while j >= 0:
+        z = _mul(Rw, j, _vec(axis, j))
+        if jtype[j] == PRISMATIC:
+            lin, ang = z, (0.0, 0.0, 0.0)
+        else:
+            at = (0.0, 0.0, 0.0) if reference == WORLD else (pf[0], pf[1], pf[2])
+            lin, ang = _cross(z, (at[0] - pw[j, 0], at[1] - pw[j, 1], at[2] - pw[j, 2])), z
+        if reference == LOCAL:  # Rf^T (lin, ang)
+            lin = (Rf[0, 0] * lin[0] + Rf[1, 0] * lin[1] + Rf[2, 0] * lin[2],
+                   Rf[0, 1] * lin[0] + Rf[1, 1] * lin[1] + Rf[2, 1] * lin[2],
+                   Rf[0, 2] * lin[0] + Rf[1, 2] * lin[1] + Rf[2, 2] * lin[2])
+            ang = (Rf[0, 0] * ang[0] + Rf[1, 0] * ang[1] + Rf[2, 0] * ang[2],
+                   Rf[0, 1] * ang[0] + Rf[1, 1] * ang[1] + Rf[2, 1] * ang[2],
+                   Rf[0, 2] * ang[0] + Rf[1, 2] * ang[1] + Rf[2, 2] * ang[2])
+        for k in range(3):
+            J[k, j], J[3 + k, j] = lin[k], ang[k]
+        j = parent[j]
+
+
+@jit
+def frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, body, pf, out):
+    """Fill out (6,): J-dot qd of the frame, in base axes: the classical acceleration of its
+    origin pf and its angular acceleration when qdd = 0 and gravity is off. Forward over the
+    bodies (parents first), each body's angular velocity w, angular acceleration dw and the
+    acceleration a of its origin:
+      revolute i:  w = w_p + z qd, dw = dw_p + w_p x z qd, a = a_p + dw_p x r + w_p x (w_p x r)
+      prismatic i: w = w_p, dw = dw_p, a = a_p + dw_p x r + w_p x (w_p x r) + 2 w_p x z qd
+    with z the joint axis and r = pw[i] - pw[parent] in base axes."""
+    n = qd.shape[0]
+    state = np.zeros((3, n, 3))  # w, dw, a per body, base axes
+    for i in range(body + 1):
+        j = parent[i]
+        w, dw, a, o = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        if j >= 0:
+            w, dw, a, o = _vec(state[0], j), _vec(state[1], j), _vec(state[2], j), _vec(pw, j)
+        r = (pw[i, 0] - o[0], pw[i, 1] - o[1], pw[i, 2] - o[2])
+        a = _add(a, _add(_cross(dw, r), _cross(w, _cross(w, r))))
+        z = _mul(Rw, i, _vec(axis, i))
+        if jtype[i] == PRISMATIC:
+            a = _add(a, _scale(_cross(w, z), 2.0 * qd[i]))
+        else:
+            wz = _scale(z, qd[i])
+            dw = _add(dw, _cross(w, wz))
+            w = _add(w, wz)
+        for k in range(3):
+            state[0, i, k], state[1, i, k], state[2, i, k] = w[k], dw[k], a[k]
+    w, dw, a = _vec(state[0], body), _vec(state[1], body), _vec(state[2], body)
+    r = (pf[0] - pw[body, 0], pf[1] - pw[body, 1], pf[2] - pw[body, 2])
+    a = _add(a, _add(_cross(dw, r), _cross(w, _cross(w, r))))
+    for k in range(3):
+        out[k], out[3 + k] = a[k], dw[k]
+
+
+@jit
+def frame_kinematics(R0, p0, axis, jtype, parent, q, body, R_off, p_off, reference):
+    """Pose (Rf (3, 3), pf (3,)) in the base frame and Jacobian J (6, n) in `reference` of a
+    frame fixed to `body`, in one pass."""
+    n = q.shape[0]
+    R, p, Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    body_poses(R, p, parent, Rw, pw)
+    Rf, pf, J = np.empty((3, 3)), np.empty(3), np.empty((6, n))
+    frame_placement(Rw, pw, body, R_off, p_off, Rf, pf)
+    frame_jacobian_at(Rw, pw, axis, jtype, parent, body, Rf, pf, reference, J)
+    return Rf, pf, J
+
+
+@jit
+def frame_acceleration(R0, p0, axis, jtype, parent, q, qd, body, R_off, p_off):
+    """J-dot qd (6,) of a frame, base axes (frame_bias_acceleration), and the frame's Rf."""
+    n = q.shape[0]
+    R, p, Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    body_poses(R, p, parent, Rw, pw)
+    Rf, pf, out = np.empty((3, 3)), np.empty(3), np.empty(6)
+    frame_placement(Rw, pw, body, R_off, p_off, Rf, pf)
+    frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, body, pf, out)
+    return out, Rf
+
+
+@jit
+def symmetric_eigen(A):
+    """(s (m,), V (m, m)): the eigenvalues and eigenvectors (columns) of a symmetric A, by
+    cyclic Jacobi rotations (no LAPACK: numba's needs SciPy)."""
+    m = A.shape[0]
+    a, V = A.copy(), np.eye(m)
+    scale = 0.0
+    for i in range(m):
+        scale = max(scale, abs(a[i, i]))
+    for _ in range(60):
+        off = 0.0
+        for i in range(m):
+            for k in range(i + 1, m):
+                off += a[i, k] * a[i, k]
+        if off <= (1e-30 * scale) ** 2:
+            break
+        for i in range(m):
+            for k in range(i + 1, m):
+                if a[i, k] == 0.0:
+                    continue
+                theta = (a[k, k] - a[i, i]) / (2.0 * a[i, k])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for r in range(m):  # a <- a P, then P^T a; V <- V P
+                    x, y = a[r, i], a[r, k]
+                    a[r, i], a[r, k] = c * x - s * y, s * x + c * y
+                for r in range(m):
+                    x, y = a[i, r], a[k, r]
+                    a[i, r], a[k, r] = c * x - s * y, s * x + c * y
+                for r in range(m):
+                    x, y = V[r, i], V[r, k]
+                    V[r, i], V[r, k] = c * x - s * y, s * x + c * y
+    s = np.empty(m)
+    for i in range(m):
+        s[i] = a[i, i]
+    return s, V
+
+
+@jit
+def compose_eigen(V, gain, out):
+    """Fill out (m, m) with V diag(gain) V^T."""
+    m = V.shape[0]
+    for r in range(m):
+        for c in range(m):
+            total = 0.0
+            for i in range(m):
+                total += V[r, i] * gain[i] * V[c, i]
+            out[r, c] = total
+    return out
+
+
+@jit
+def damped_gains(s, damping):
+    """The eigenvalues of the damped least-squares inverse: s / (s^2 + damping^2), so 1 / s far
+    from zero (s >> damping) and falling to 0 towards it instead of growing without bound;
+    with damping 0 the pseudo-inverse's (below 1e-12 of the largest: 0)."""
+    largest = 0.0
+    for i in range(s.shape[0]):
+        largest = max(largest, s[i])
+    gain = np.empty(s.shape[0])
+    for i in range(s.shape[0]):
+        if damping > 0.0:
+            gain[i] = max(s[i], 0.0) / (s[i] * s[i] + damping * damping)
+        else:
+            gain[i] = 1.0 / s[i] if s[i] > 1e-12 * largest else 0.0
+    return gain
+
+
+@jit
+def damped_inverse(A, damping, out):
+    """Fill out (m, m) with the damped least-squares inverse of a symmetric positive
+    semi-definite A (damped_gains on its eigenvalues)."""
+    s, V = symmetric_eigen(A)
+    return compose_eigen(V, damped_gains(s, damping), out)
+
+
+@jit
+def rotation_log(R):
+    """Rotation matrix (3, 3) -> rotation vector (3,), angle in [0, pi] times unit axis (the
+    log map of SO(3)); near pi the axis comes from the symmetric part, its sign from the skew
+    part."""
+    cos = min(max(0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0), -1.0), 1.0)
+    angle = math.acos(cos)
+    skew = (R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1])
+    if angle < 1e-6:  # sin(angle) / angle -> 1
+        return _scale(skew, 0.5 + angle * angle / 12.0)
+    if angle < math.pi - 1e-3:
+        return _scale(skew, 0.5 * angle / math.sin(angle))
+    # near pi: the symmetric part is cos I + (1 - cos) a a^T, exactly; a from its largest column
+    B = np.empty((3, 3))
+    for r in range(3):
+        for c in range(3):
+            B[r, c] = (0.5 * (R[r, c] + R[c, r]) - (cos if r == c else 0.0)) / (1.0 - cos)
+    k = 0
+    for i in range(1, 3):
+        if B[i, i] > B[k, k]:
+            k = i
+    axis = _scale((B[0, k], B[1, k], B[2, k]), 1.0 / math.sqrt(B[k, k]))
+    if _dot(axis, skew) < 0:
+        axis = _scale(axis, -1.0)
+    return _scale(axis, angle)
+
+
+@jit
+def operational_space(M, J, damping):
+    """(M^-1 J^T (n, m), Lambda (m, m), its eigenvalues (m,) and eigenvectors V (m, m)) of a
+    task Jacobian J (m, n): Lambda = (J M^-1 J^T)^-1, the task-space inertia, by the damped
+    inverse (bounded at singular poses)."""
+    m, n = J.shape
+    MinvJt = np.empty((n, m))
+    for k in range(m):
+        MinvJt[:, k] = cholesky_solve(M, J[k].copy())
+    A = np.zeros((m, m))
+    for r in range(m):
+        for c in range(m):
+            total = 0.0
+            for i in range(n):
+                total += J[r, i] * MinvJt[i, c]
+            A[r, c] = total
+    for r in range(m):  # symmetric to the last bit, for the eigen-decomposition
+        for c in range(r + 1, m):
+            A[r, c] = A[c, r] = 0.5 * (A[r, c] + A[c, r])
+    s, V = symmetric_eigen(A)
+    gain = damped_gains(s, damping)
+    return MinvJt, compose_eigen(V, gain, np.empty((m, m))), gain, V

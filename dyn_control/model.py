@@ -101,9 +101,12 @@ class Chain:
     tip_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m, in body n-1
     link_poses: tuple = ()  # per body, (link name, R (3, 3), p (3,)) of each URDF link in it
     findings: tuple = ()  # validity findings (warnings) for `inspect`
+    parent: np.ndarray = None  # (n,) body i's parent body, -1 for the base (a chain: i - 1)
 
     def __post_init__(self):
         lower, upper = self._limit("lower"), self._limit("upper")  # rad or m
+        if self.parent is None:
+            object.__setattr__(self, "parent", np.arange(self.n, dtype=np.int64) - 1)
         derived = dict(
             base_acceleration=-self.gravity,  # how gravity enters Newton-Euler
             # per-joint arrays (n,), built once: the control and simulation ticks read them
@@ -133,6 +136,17 @@ class Chain:
         """Per body, the names of the URDF links lumped into it."""
         return tuple(tuple(name for name, _, _ in links) for links in self.link_poses)
 
+    def frame(self, link, what="link"):
+        """(body, R (3, 3), p (3,) m): the body that moves `link` (any link the chain moves,
+        fixed children included) and the link's fixed pose in that body's frame. ValueError
+        names `what` and the link otherwise."""
+        for body, links in enumerate(self.link_poses):
+            for name, R, p in links:
+                if name == link:
+                    return body, R, p
+        raise ValueError(f"{what} '{link}' is not a link the chain moves (links: "
+                         f"{', '.join(name for links in self.lumped_links for name in links)})")
+
     def with_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=(0.0,) * 6, link=None):
         """A new chain carrying a rigid payload fixed to `link` (default: the tip link).
 
@@ -145,8 +159,7 @@ class Chain:
         mass, com, inertia, link = check_payload(self, mass, com, inertia, link)
         if mass == 0.0:
             return replace(self)
-        body, R, p = next((b, R, p) for b, links in enumerate(self.link_poses)
-                          for name, R, p in links if name == link)
+        body, R, p = self.frame(link)
         masses, coms, inertias = self.mass.copy(), self.com.copy(), self.inertia.copy()
         masses[body], coms[body], inertias[body] = combine_bodies(
             (masses[body], coms[body], inertias[body]), (mass, R @ com + p, R @ inertia @ R.T))
@@ -341,10 +354,10 @@ def check_payload(chain, mass, com, inertia, link):
     if problems:
         raise PayloadError(problems[0])
     link = chain.tip_link if link is None or link == "" else link
-    if link not in {name for links in chain.link_poses for name, _, _ in links}:
-        raise PayloadError(
-            f"payload_link '{link}' is not a link the chain moves (links: "
-            f"{', '.join(name for links in chain.lumped_links for name in links)})")
+    try:
+        chain.frame(link, "payload_link")
+    except ValueError as err:
+        raise PayloadError(str(err)) from None
     return mass, com, inertia, link
 
 

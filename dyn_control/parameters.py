@@ -10,6 +10,8 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from .cartesian import (CARTESIAN_IMPEDANCE, DEFAULT_MAX_POSE_ERROR,
+                        DEFAULT_NULLSPACE_STIFFNESS, DEFAULT_STIFFNESS)
 from .control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
                       DEFAULT_PERIOD, MODES)
 from .simulation import DEFAULT_DT, INTEGRATORS
@@ -168,10 +170,36 @@ GOALS = (
           "at the end; 0 = not checked", low=0.0, dynamic=True),
 )
 
+# The cartesian_impedance mode (dyn_control.cartesian); per-joint values in `joints` order
+CARTESIAN = (
+    Param("ee_link", "", "the link whose pose the mode controls: any link the chain moves",
+          readme_default='"" = tip link'),
+    Param("cartesian_stiffness", list(DEFAULT_STIFFNESS), "K: x, y, z in N/m, then rx, ry, rz "
+          "in N·m/rad (base axes)", dynamic=True),
+    Param("cartesian_damping", None, "D, 6 values as K; unset: critical (2√K with "
+          "`operational_space`, else 2√(K Λ_ii), the arm's inertia along each axis)",
+          dynamic=True, readme_default="unset = critical"),
+    Param("nullspace_stiffness", DEFAULT_NULLSPACE_STIFFNESS, "N·m/rad toward the posture, a "
+          "scalar or one per joint", dynamic=True),
+    Param("nullspace_damping", None, "N·m·s/rad, a scalar or one per joint; unset: 2√(K_n "
+          "M_ii), critical for each joint's inertia", dynamic=True,
+          readme_default="unset = critical"),
+    Param("nullspace_posture", None, "rad or m, one per joint: the posture the nullspace "
+          "holds (`~/target_joint` changes it)", dynamic=True,
+          readme_default="unset = the posture on entering the mode"),
+    Param("operational_space", False, "F = Λ(K e − D ẋ − J̇q̇) + w: the error moves as a "
+          "unit-mass spring-damper in every direction; false: F = K e − D ẋ + w"),
+    Param("max_pose_error", list(DEFAULT_MAX_POSE_ERROR), "m, rad: the position and the "
+          "rotation error are clipped to these norms (0: no clip)", dynamic=True),
+    Param("target_filter", 0.0, "s, time constant of a first-order filter on the target pose; "
+          "0 = off", low=0.0, dynamic=True),
+)
+
 CONTROLLER = Table(
     *MODEL,
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q_d, q̇_d, q̈_d) + "
-          "PD) or `gravity_pd` (g(q) + PD)", choices=MODES),
+          "PD), `gravity_pd` (g(q) + PD) or `cartesian_impedance` (below)",
+          choices=(*MODES, CARTESIAN_IMPEDANCE)),
     Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", dynamic=True),
     Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
           "response", dynamic=True, readme_default="unset = 2√kp"),
@@ -200,6 +228,7 @@ CONTROLLER = Table(
     Param("max_effort_rate", 0.0, "N·m/s bound on the change between commands; 0 = off",
           low=0.0),
     *GOALS,
+    *CARTESIAN,
 )
 
 SIMULATOR = Table(
@@ -264,9 +293,10 @@ def payload_model(chain, value):
 
 def readme_tables():
     """(title, markdown) of each parameter table the README shows."""
-    controller = tuple(p for p in CONTROLLER.params.values() if p not in GOALS)
+    controller = tuple(p for p in CONTROLLER.params.values() if p not in GOALS + CARTESIAN)
     return (("computed_torque_controller", CONTROLLER.markdown(controller)),
             ("computed_torque_controller, trajectory goals", CONTROLLER.markdown(GOALS)),
+            ("computed_torque_controller, cartesian_impedance", CONTROLLER.markdown(CARTESIAN)),
             ("dynamics_simulator", SIMULATOR.markdown()),
             ("trajectory_demo", TRAJECTORY_DEMO.markdown()))
 

@@ -22,6 +22,9 @@ Why this scheme:
 
 Applied effort is saturated to the effort limits. A step that produces a non-finite state is
 undone: the state goes back to the last finite one, at rest, and `step` says so.
+
+A push (`push`) is an external wrench on a link: J^T w joins the motor torques, unsaturated,
+with J the link's Jacobian at the step's start (it is held over the step, as the torque is).
 """
 
 import numpy as np
@@ -29,6 +32,7 @@ import numpy as np
 from . import kernels
 from .control import saturate
 from .dynamics import mass_matrix, model_arrays
+from .kinematics import frame_jacobian
 
 INTEGRATORS = ("rk4", "semi_implicit_euler")
 DEFAULT_DT = 1e-3  # s
@@ -82,6 +86,18 @@ class Simulation:
                               else np.asarray(effort_limits, dtype=float))
         self.lower, self.upper = chain.position_min.copy(), chain.position_max.copy()
         self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
+        self.external = None  # (link, wrench (6,)) of a push
+
+    def push(self, wrench, link=None):
+        """From the next step on, until the next push: the wrench (6,) [force N; moment N m],
+        base axes, applied at the origin of `link` (default: the tip link; any link the chain
+        moves). A zero wrench ends the push. ValueError names a bad link or value."""
+        wrench = np.array(wrench, dtype=float).reshape(-1)
+        if wrench.shape != (6,) or not np.all(np.isfinite(wrench)):
+            raise ValueError(f"a push is 6 finite values (force N, moment N m), got {wrench.tolist()}")
+        link = link or self.chain.tip_link
+        self.chain.frame(link)
+        self.external = (link, wrench) if np.any(wrench) else None
 
     def step(self, tau):
         """Advance one dt with joint torques tau (n,), saturated to the effort limits.
@@ -91,9 +107,13 @@ class Simulation:
         at rest, and time still advances.
         """
         self.tau = saturate(np.array(tau, dtype=float), self.effort_limits)
+        applied = self.tau
+        if self.external is not None:
+            link, wrench = self.external
+            applied = self.tau + frame_jacobian(self.chain, self.q, link).T @ wrench
         try:
             q, qd = kernels.simulation_step(
-                *model_arrays(self.chain), self.q, self.qd, self.tau, self.damping, self.friction,
+                *model_arrays(self.chain), self.q, self.qd, applied, self.damping, self.friction,
                 self.lower, self.upper, self.dt, self.chain.base_acceleration, self.integrator == "rk4")
             finite = bool(np.all(np.isfinite(q)) and np.all(np.isfinite(qd)))
         except ValueError:  # Cholesky of a non-finite or indefinite mass matrix

@@ -1,0 +1,259 @@
+"""The Cartesian impedance / operational-space law: the formulas below are `_law`, compiled by
+numba. Pure numpy, no ROS.
+
+For the frame of `ee_link` at pose (R, p) in the base frame, with J its Jacobian (6, n) in base
+axes at its origin ("local_world_aligned", rows [linear; angular]) and the target (R_d, p_d):
+
+    e = [p_d - p; log(R_d R^T)]        (m, rad; each part clipped to its norm max_pose_error)
+    F = K e - D J qd - Lambda Jdot qd + w       (impedance: a spring-damper on the pose)
+    F = Lambda (K e - D J qd - Jdot qd) + w     (operational_space: inertia shaping)
+    tau = J^T F + C(q, qd) qd + g(q) + N^T tau_n,  tau_n = K_n (q_n - q) - D_n qd
+
+- Lambda = (J M^-1 J^T)^-1, by the damped least-squares inverse (kinematics.SINGULARITY_DAMPING
+  on its eigenvalues), so it stays bounded at a singular pose and on arms of fewer than 6 joints.
+  With operational_space the error obeys e'' + D e' + K e = 0 in every direction: a unit-mass
+  spring-damper; without, Lambda e'' + D e' + K e = 0 (the arm's own inertia at the pose). The
+  Jdot qd term is what leaves the task alone while the nullspace moves the arm.
+- N = I - J-bar J with J-bar = M^-1 J^T Lambda, the dynamically consistent projector: the
+  nullspace torque tau_n (a posture q_n) moves no task coordinate.
+- w: a feed-forward wrench [force N; moment N m] in base axes, applied at the frame's origin.
+- Damping left unset is critical: D = 2 sqrt(K) with operational_space (unit mass); without it
+  D_i = 2 sqrt(K_i Lambda_ii), critical for the arm's own inertia at the pose along that axis
+  (Lambda's diagonal, its coupling left out). Nullspace damping unset: D_n,i = 2 sqrt(K_n,i M_ii).
+- friction_compensation adds, as the joint modes do at a target at rest, the URDF's Coulomb
+  friction F_i clip(pull_i / band_i, -1, 1): pull the spring part of the command (J^T K' e +
+  K_n (q_n - q), K' = K or Lambda K), band_i its joint stiffness times friction_deadband, so it
+  fades out within the deadband of the target. Viscous damping needs no compensation at rest.
+At equilibrium under an external wrench w_x on the frame, J^T (K e + w_x) + N^T tau_n = 0 and
+J-bar^T N^T = 0, so K e = -w_x: the static stiffness is K exactly (test_cartesian.py).
+"""
+
+import math
+
+import numpy as np
+
+from . import kernels
+from .control import gain_vector, saturate
+from .kernels import (_mass_matrix_at, body_poses, cholesky_solve, compose_eigen,
+                      frame_bias_acceleration, frame_jacobian_at, frame_placement, jit,
+                      joint_poses, operational_space, rnea, rotation_log, symmetric_eigen)
+from .kinematics import SINGULARITY_DAMPING, operational_space_inertia
+
+CARTESIAN_IMPEDANCE = "cartesian_impedance"  # the controller mode that runs this law
+DEFAULT_STIFFNESS = (500.0, 500.0, 500.0, 30.0, 30.0, 30.0)  # N/m (x, y, z), N m/rad
+DEFAULT_MAX_POSE_ERROR = (0.1, 0.5)  # m, rad
+DEFAULT_NULLSPACE_STIFFNESS = 10.0  # N m/rad
+
+
+@jit
+def _clip_norm(e, start, limit):
+    """Scale e[start:start + 3] down to norm `limit` (> 0), keeping its direction."""
+    norm = math.sqrt(e[start] ** 2 + e[start + 1] ** 2 + e[start + 2] ** 2)
+    if limit > 0 and norm > limit:
+        for k in range(start, start + 3):
+            e[k] *= limit / norm
+
+
+@jit
+def _matvec(A, x):
+    """A @ x for small arrays, without BLAS (numba's np.dot needs SciPy's)."""
+    out = np.zeros(A.shape[0])
+    for r in range(A.shape[0]):
+        for c in range(A.shape[1]):
+            out[r] += A[r, c] * x[c]
+    return out
+
+
+@jit
+def _matmul(A, B):
+    """A @ B for small arrays, without BLAS."""
+    out = np.zeros((A.shape[0], B.shape[1]))
+    for r in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            for c in range(B.shape[1]):
+                out[r, c] += A[r, k] * B[k, c]
+    return out
+
+
+@jit
+def critical_damping(K, gain, V):
+    """D (6, 6) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
+    diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
+    L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
+    light mode (a wrist) gets the small damping its inertia takes at the control period,
+    where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability."""
+    root, inv_root = np.empty(6), np.empty(6)
+    for i in range(6):
+        root[i] = math.sqrt(max(gain[i], 0.0))
+        inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
+    L, Linv = compose_eigen(V, root, np.empty((6, 6))), compose_eigen(V, inv_root, np.empty((6, 6)))
+    B = np.empty((6, 6))
+    for r in range(6):
+        for c in range(6):
+            total = 0.0
+            for k in range(6):
+                total += Linv[r, k] * K[k] * Linv[k, c]
+            B[r, c] = total
+    t, U = symmetric_eigen(B)
+    for i in range(6):
+        t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
+    return _matmul(_matmul(L, compose_eigen(U, t, np.empty((6, 6)))), L)
+
+
+@jit
+def pose_error(R, p, R_d, p_d, max_error):
+    """e (6,) = [p_d - p; log(R_d R^T)], m and rad, base axes, each part clipped to its norm
+    max_error (2,) (0: no clip)."""
+    e = np.empty(6)
+    Rerr = np.empty((3, 3))
+    for r in range(3):
+        e[r] = p_d[r] - p[r]
+        for c in range(3):
+            Rerr[r, c] = R_d[r, 0] * R[c, 0] + R_d[r, 1] * R[c, 1] + R_d[r, 2] * R[c, 2]
+    w = rotation_log(Rerr)
+    for k in range(3):
+        e[3 + k] = w[k]
+    _clip_norm(e, 0, max_error[0])
+    _clip_norm(e, 3, max_error[1])
+    return e
+
+
+@jit
+def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off, K, D,
+         operational, max_error, Kn, Dn, wrap, damping_b, friction, deadband, period, damping,
+         limits, q, qd, R_d, p_d, w, q_n):
+    """The law of the module docstring -> (tau (n,), e (6,)). D (6,) and Dn (n,): a negative
+    entry is unset (critical). operational: operational_space. damping_b, friction (n,): the
+    joint damping and friction to compensate (zeros: none); period (s): the control period;
+    damping: of Lambda's inverse."""
+    n = q.shape[0]
+    R, p, Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    body_poses(R, p, parent, Rw, pw)
+    Rf, pf, J = np.empty((3, 3)), np.empty(3), np.empty((6, n))
+    frame_placement(Rw, pw, body, R_off, p_off, Rf, pf)
+    frame_jacobian_at(Rw, pw, axis, jtype, parent, body, Rf, pf, kernels.LOCAL_WORLD_ALIGNED, J)
+    M = np.empty((n, n))
+    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    tau = np.empty(n)  # C qd + g to start with
+    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
+         np.empty((3, n, 3)))
+    MinvJt, Lam, gain, V = operational_space(M, J, damping)
+    compensate_damping = False
+    for i in range(n):
+        compensate_damping = compensate_damping or damping_b[i] > 0
+    e = pose_error(Rf, pf, R_d, p_d, max_error)
+    jdqd = np.zeros(6)
+    frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, body, pf, jdqd)
+    if not operational:  # Lambda Jdot qd, so that Lambda x'' + D x' = K e + (an outside wrench)
+        jdqd = _matvec(Lam, jdqd)
+    Dm = np.zeros((6, 6))
+    if D[0] >= 0:
+        for k in range(6):
+            Dm[k, k] = D[k]
+    elif operational:  # unit mass
+        for k in range(6):
+            Dm[k, k] = 2.0 * math.sqrt(K[k])
+    else:
+        Dm = critical_damping(K, gain, V)
+    spring, F, xd = np.empty(6), np.empty(6), _matvec(J, qd)
+    damp = _matvec(Dm, xd)
+    for k in range(6):
+        spring[k], F[k] = K[k] * e[k], K[k] * e[k] - damp[k] - jdqd[k]
+    if operational:  # F <- Lambda F, and the spring part likewise (for friction's pull)
+        F, spring = _matvec(Lam, F), _matvec(Lam, spring)
+    for k in range(6):
+        F[k] += w[k]
+    # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
+    inertia = np.empty(n)
+    unit = np.zeros(n)
+    for i in range(n):
+        unit[i] = 1.0
+        inertia[i] = 1.0 / cholesky_solve(M, unit)[i]
+        unit[i] = 0.0
+    # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
+    vn = qd - _matvec(MinvJt, _matvec(Lam, xd))
+    tau_n, pull_n = np.empty(n), np.empty(n)
+    for i in range(n):
+        err = q_n[i] - q[i]
+        if wrap[i]:
+            err = (err + math.pi) % (2 * math.pi) - math.pi
+        dn = Dn[i] if Dn[i] >= 0 else 2.0 * math.sqrt(Kn[i] * inertia[i])
+        pull_n[i] = Kn[i] * err
+        tau_n[i] = pull_n[i] - dn * vn[i]
+    # N^T x = x - J^T Lambda (M^-1 J^T)^T x, for the nullspace torque and its spring part
+    z, z_pull = _matvec(Lam, _matvec(MinvJt.T.copy(), tau_n)), _matvec(Lam, _matvec(MinvJt.T.copy(), pull_n))
+    command, pull = np.empty(n), np.empty(n)
+    for i in range(n):
+        command[i], pull[i] = tau_n[i], pull_n[i]
+        for k in range(6):
+            command[i] += J[k, i] * (F[k] - z[k])
+            pull[i] += J[k, i] * (spring[k] - z_pull[k])
+    if compensate_damping:  # the joint damping over one control period, as computed_torque
+        qdd = cholesky_solve(M, command)
+        for i in range(n):
+            tau[i] += damping_b[i] * (qd[i] + period * qdd[i])
+    for i in range(n):
+        tau[i] += command[i]
+        if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
+            stiffness = Kn[i]
+            for k in range(6):
+                stiffness += J[k, i] * J[k, i] * K[k] * (Lam[k, k] if operational else 1.0)
+            band = stiffness * deadband
+            tau[i] += friction[i] * (min(max(pull[i] / band, -1.0), 1.0) if band > 0 else 0.0)
+    return saturate(tau, limits), e
+
+
+class CartesianLaw:
+    """The law of the module docstring for one chain and one frame, with its parameters.
+
+    ee_link: the frame's link (default: the tip link). stiffness (6,): K, N/m then N m/rad;
+    damping (6,) or None (critical); nullspace_stiffness and nullspace_damping: a scalar or
+    one per joint (chain order), damping None critical; operational_space: inertia shaping;
+    max_pose_error: (m, rad) clip of the error's two norms (0: none); limits (n,): effort
+    saturation; friction_compensation with friction_deadband (rad). ValueError names a bad
+    value. Calling it with the state (q, qd), the target (R_d, p_d), the feed-forward wrench w
+    (6,) and the posture q_n (n,) returns (tau, e).
+    """
+
+    def __init__(self, chain, ee_link=None, stiffness=DEFAULT_STIFFNESS, damping=None,
+                 nullspace_stiffness=DEFAULT_NULLSPACE_STIFFNESS, nullspace_damping=None,
+                 operational_space=False, max_pose_error=DEFAULT_MAX_POSE_ERROR, limits=None,
+                 friction_compensation=False, friction_deadband=1e-4, period=1e-3,
+                 singularity_damping=SINGULARITY_DAMPING):
+        n = chain.n
+        self.chain, self.ee_link = chain, ee_link or chain.tip_link
+        self.frame = chain.frame(self.ee_link, "ee_link")
+        self.K = gain_vector(stiffness, 6, "cartesian_stiffness")
+        self.D = np.full(6, -1.0) if damping is None else gain_vector(damping, 6, "cartesian_damping")
+        self.Kn = gain_vector(nullspace_stiffness, n, "nullspace_stiffness")
+        self.Dn = (np.full(n, -1.0) if nullspace_damping is None
+                   else gain_vector(nullspace_damping, n, "nullspace_damping"))
+        self.max_error = gain_vector(max_pose_error, 2, "max_pose_error")
+        self.limits = np.full(n, np.inf) if limits is None else np.asarray(limits, dtype=float)
+        compensated = friction_compensation
+        # the damping only where the law commands accelerations (operational_space), as
+        # computed_torque; the impedance law leaves it, as the PD modes do at rest: it is what
+        # keeps a light, stiffly damped wrist (Tiago: 4e-6 kg m^2, 1 N m s/rad) stable at 1 kHz
+        self.damping = chain.damping.copy() if compensated and operational_space else np.zeros(n)
+        self.friction = chain.friction.copy() if compensated else np.zeros(n)
+        body, R_off, p_off = self.frame
+        self._args = (chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent, chain.mass,
+                      chain.h, chain.inertia_origin, chain.base_acceleration, body, R_off, p_off,
+                      self.K, self.D, bool(operational_space), self.max_error, self.Kn, self.Dn,
+                      chain.continuous, self.damping, self.friction, float(friction_deadband),
+                      float(period), float(singularity_damping), self.limits)
+
+    def __call__(self, q, qd, R_d, p_d, w, q_n):
+        return _law(*self._args, q, qd, R_d, p_d, w, q_n)
+
+    def fastest_mode(self, q):
+        """rad/s: the highest natural frequency of the undamped task at q, sqrt of the largest
+        eigenvalue of Lambda^-1/2 K Lambda^-1/2 (operational_space: sqrt(max K), unit mass).
+        Above 1/period the sampled loop can oscillate on a light arm."""
+        if self._args[14]:
+            return float(np.sqrt(self.K.max()))
+        Lam = operational_space_inertia(self.chain, q, self.ee_link)
+        s, V = np.linalg.eigh(Lam)
+        inv_root = (V * np.where(s > 0, 1 / np.sqrt(np.maximum(s, 1e-300)), 0.0)) @ V.T
+        return float(np.sqrt(max(np.linalg.eigvalsh(inv_root * self.K @ inv_root).max(), 0.0)))

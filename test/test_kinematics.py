@@ -1,0 +1,161 @@
+"""Kinematics of the links a chain moves (dyn_control.kinematics), on every arm of
+example-robot-data and on random chains.
+
+References: Pinocchio (updateFramePlacements, computeFrameJacobian in its three reference
+frames, getFrameClassicalAcceleration, and Lambda from its crba), to 1e-9 relative to the
+largest entry (or 1); finite differences of our own poses, independently of Pinocchio; the
+identities of the dynamically consistent inverse; scipy for the rotation log map.
+"""
+
+import numpy as np
+import pytest
+
+from arm_sweep import arm_paths, load_arm
+from conftest import require, robots_dir
+from dyn_control import kernels, kinematics, load_chain, mass_matrix
+from examples import random_chain_urdf
+
+pin = require("pinocchio")
+from pin_reference import PinReference  # noqa: E402  (needs pinocchio)
+
+RTOL = 1e-9
+REFERENCES = {"world": pin.WORLD, "local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+
+
+def _close(a, b, rtol=RTOL):
+    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * max(1.0, np.abs(b).max()))
+
+
+def links_to_check(chain):
+    """The tip link, and per body its last lumped link (a fixed child where there is one)."""
+    return list(dict.fromkeys([chain.tip_link, *(links[-1][0] for links in chain.link_poses)]))
+
+
+def random_states(chain, count, seed=0):
+    rng = np.random.default_rng(seed)
+    low, high = np.maximum(chain.lower, -3), np.minimum(chain.upper, 3)
+    return [(rng.uniform(low, high), rng.uniform(-2, 2, chain.n)) for _ in range(count)]
+
+
+def compare_with_pinocchio(path, chain, count=4):
+    ref = PinReference(path, chain)
+    model, data = ref.model, ref.data
+    for q, qd in random_states(chain, count):
+        qp, vp = ref.q_of(model, q), ref.v_of(model, qd)
+        pin.forwardKinematics(model, data, qp, vp, np.zeros(model.nv))
+        pin.updateFramePlacements(model, data)
+        M = mass_matrix(chain, q)
+        for link in links_to_check(chain):
+            fid = model.getFrameId(link, pin.BODY)
+            R, p = kinematics.frame_pose(chain, q, link)
+            _close(R, data.oMf[fid].rotation)
+            _close(p, data.oMf[fid].translation)
+            for name, frame in REFERENCES.items():
+                J = pin.computeFrameJacobian(model, data, qp, fid, frame)[:, ref.v_idx]
+                _close(kinematics.frame_jacobian(chain, q, link, name), J)
+            pin.forwardKinematics(model, data, qp, vp, np.zeros(model.nv))
+            for name in ("local", "local_world_aligned"):
+                a = pin.getFrameClassicalAcceleration(model, data, fid, REFERENCES[name])
+                _close(kinematics.frame_classical_acceleration(chain, q, qd, link, name),
+                       np.concatenate([a.linear, a.angular]))
+            # Lambda from Pinocchio's M and J; 0 damping: the (pseudo-)inverse. Tolerance 1e-9,
+            # or the float error of an inverse where A is worse conditioned than 1e5
+            J = pin.computeFrameJacobian(model, data, qp, fid, pin.LOCAL_WORLD_ALIGNED)[:, ref.v_idx]
+            A = J @ np.linalg.solve(ref.crba(q), J.T)
+            s = np.linalg.eigvalsh(A)
+            kept = s[s > 1e-12 * s[-1]]
+            Lam = kinematics.operational_space_inertia(chain, q, link, damping=0.0)
+            _close(Lam, np.linalg.pinv(A, rcond=1e-12, hermitian=True),
+                   max(RTOL, 1e-14 * kept[-1] / kept[0]))
+        _close(M, ref.crba(q))
+
+
+@pytest.mark.parametrize("rel", arm_paths())
+def test_every_arm_matches_pinocchio(rel):
+    compare_with_pinocchio(robots_dir() / rel, load_arm(rel))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_chains_with_tools_match_pinocchio(tmp_path, seed):
+    path = tmp_path / "chain.urdf"
+    path.write_text(random_chain_urdf(6 + seed, seed))
+    compare_with_pinocchio(path, load_chain(path))
+
+
+def _pose_derivative(chain, q, qd, link, h=1e-6):
+    """d/dt of (p, R) along q + t qd by central differences: (v (3,), w (3,)) in base axes."""
+    (Rm, pm), (Rp, pp) = (kinematics.frame_pose(chain, q + s * h * qd, link) for s in (-1, 1))
+    return (pp - pm) / (2 * h), kinematics.rotation_log(Rp @ Rm.T) / (2 * h)
+
+
+@pytest.mark.parametrize("rel", ["xarm_description/urdf/xarm7.urdf",
+                                 "tiago_description/robots/tiago_no_hand.urdf",
+                                 "ur_description/urdf/ur5_robot.urdf"])
+def test_jacobian_and_its_derivative_by_finite_differences(rel):
+    # Reference: our own poses, independently of Pinocchio. J qd is the pose's rate along qd
+    # (1e-7: central differences at h = 1e-6); J-dot qd is the rate of J qd (1e-5)
+    chain = load_arm(rel)
+    for q, qd in random_states(chain, 3, seed=1):
+        for link in links_to_check(chain):
+            J = kinematics.frame_jacobian(chain, q, link)
+            np.testing.assert_allclose(J @ qd, np.concatenate(_pose_derivative(chain, q, qd, link)),
+                                       atol=1e-7)
+            h = 1e-5
+            rates = [kinematics.frame_jacobian(chain, q + s * h * qd, link) @ qd for s in (-1, 1)]
+            np.testing.assert_allclose(kinematics.frame_classical_acceleration(chain, q, qd, link),
+                                       (rates[1] - rates[0]) / (2 * h), atol=1e-5)
+
+
+def test_dynamically_consistent_inverse_identities():
+    # J J-bar = I, and N = I - J-bar J: J N = 0 and J M^-1 N^T = 0 (nullspace torques move no
+    # task coordinate), at random poses of a 7-joint arm (to 1e-9 with 0 damping)
+    chain = load_chain(robots_dir() / "panda_description/urdf/panda.urdf", tip_link="panda_hand")
+    for q, _ in random_states(chain, 5, seed=2):
+        J = kinematics.frame_jacobian(chain, q)
+        Jbar = kinematics.dynamically_consistent_inverse(chain, q, damping=0.0)
+        N = np.eye(chain.n) - Jbar @ J
+        _close(J @ Jbar, np.eye(6))
+        _close(J @ N, np.zeros((6, chain.n)))
+        _close(J @ np.linalg.solve(mass_matrix(chain, q), N.T), np.zeros((6, chain.n)))
+
+
+def test_lambda_stays_bounded_at_a_singular_pose():
+    # The UR5 with its wrist aligned (q5 = 0) is singular: J M^-1 J^T has an eigenvalue ~0.
+    # Damped (d = 1e-3): every eigenvalue of Lambda below 1 / (2 d) = 500, and away from the
+    # singular direction it matches the exact inverse to (d / s)^2
+    chain = load_arm("ur_description/urdf/ur5_robot.urdf")
+    q = np.array([0.0, -1.2, 1.5, -0.3, 0.0, 0.0])
+    J = kinematics.frame_jacobian(chain, q)
+    A = J @ np.linalg.solve(mass_matrix(chain, q), J.T)
+    s, V = np.linalg.eigh(A)
+    assert s[0] < 1e-9 * s[-1]  # singular
+    Lam = kinematics.operational_space_inertia(chain, q)
+    assert np.all(np.isfinite(Lam)) and np.linalg.eigvalsh(Lam).max() <= 500.0 + 1e-9
+    d = kinematics.SINGULARITY_DAMPING
+    for k in range(1, 6):
+        assert V[:, k] @ Lam @ V[:, k] == pytest.approx(1 / s[k], rel=2 * (d / s[k]) ** 2 + 1e-9)
+
+
+def test_damped_inverse_against_the_eigen_decomposition():
+    rng = np.random.default_rng(3)
+    for rank in (6, 4):
+        X = rng.normal(size=(6, rank))
+        A = X @ X.T
+        s, V = np.linalg.eigh(A)
+        for d in (0.0, 0.1):
+            gain = np.where(s > 1e-12 * s.max(), s / (s**2 + d**2), 0.0)
+            np.testing.assert_allclose(kinematics.damped_inverse(A, d), (V * gain) @ V.T,
+                                       atol=1e-10 * max(1, np.abs((V * gain) @ V.T).max()))
+
+
+def test_rotation_log_against_scipy_near_zero_and_near_pi():
+    Rotation = require("scipy.spatial.transform").Rotation
+    rng = np.random.default_rng(4)
+    axes = rng.normal(size=(40, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    for axis, angle in zip(axes, np.concatenate([rng.uniform(0, np.pi, 20), [0, 1e-9, 1e-7, 1e-4],
+                                                 np.pi - np.array([1e-9, 1e-6, 1e-4, 1e-3, 2e-3]),
+                                                 [np.pi - 0.1, 3.0, 2.9, 1.0, 0.5, 0.1, 2.0]])):
+        rotvec = axis * angle
+        got = kinematics.rotation_log(Rotation.from_rotvec(rotvec).as_matrix())
+        np.testing.assert_allclose(got, rotvec, atol=1e-8)
