@@ -1,5 +1,5 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
-#   make demo   closed-loop simulated arm (ARM=default_arm or ARM=two_link)
+#   make demo   closed-loop simulated arm (ARM=default_arm or ARM=two_link; MODE=cartesian)
 #   make test   the whole test suite (what CI runs)
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
@@ -10,6 +10,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARM ?= default_arm
+MODE ?=
 
 .PHONY: demo test bench bench-loop venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
@@ -36,7 +37,7 @@ venv-test: $(VENV)/.test $(VENV)/.control_msgs
 
 # A ROS domain of its own (77 unless set), so the demo does not talk to another graph here.
 demo: $(VENV)/.runtime $(VENV)/.control_msgs
-	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out $(if $(MODE),--mode $(MODE))
 
 test: $(VENV)/.test $(VENV)/.control_msgs
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test

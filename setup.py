@@ -29,5 +29,6 @@ setup(
         "computed_torque_controller = dyn_control.nodes.entry:computed_torque_controller",
         "dynamics_simulator = dyn_control.nodes.entry:dynamics_simulator",
         "trajectory_demo = dyn_control.nodes.entry:trajectory_demo",
+        "cartesian_demo = dyn_control.nodes.entry:cartesian_demo",
     ]},
 )

@@ -7,7 +7,10 @@ A stub publisher in this process sends the default arm's 7-joint state at each r
 with the wall time of sending. The controller, and a relay that does no work (bench/relay.py),
 answer each state with an effort command and a stamped ~/reference. From the stamps: latency
 p50/p99/max, and the share of states answered before the next state is due (deadline met).
-The controller's own compute time comes from its /diagnostics status.
+The controller's own compute time comes from its /diagnostics status. With --cartesian (the
+default adds it) the events rows are repeated with the controller in cartesian_impedance: its
+answer is then ~/current_pose, published on every tick for the benchmark (state_publish_rate
+1000 Hz), and its compute time is the Cartesian law's.
 
 Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
 of states to one, then to the other (the relay listens on its own state topic). A drift of
@@ -29,6 +32,7 @@ import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from dyn_control.nodes import messages
@@ -58,6 +62,8 @@ class Probe:
         self.sent, self.answered = {}, {}  # stamp -> (node, send time); stamp -> answer time
         for _, answer in TOPICS.values():
             self.node.create_subscription(JointState, answer, self._on_answer, 1000)
+        self.node.create_subscription(PoseStamped, "/computed_torque_controller/current_pose",
+                                      self._on_answer, 1000)  # cartesian_impedance's answer
         self.diagnostics = {}  # node name -> (receipt time, {key: value})
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.executor = EventsExecutor()
@@ -145,18 +151,19 @@ def figures(sent, answered, period, name):
             "max_us": float(latency.max()), "deadline_met": met / len(mine)}
 
 
-def measure(executor, rate, seconds, log_dir, domain, qos="reliable"):
+def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="computed_torque"):
     """One row: relay and controller side by side -> {"relay": figures, "controller": figures}."""
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos}
+    cartesian = {"mode": mode, "state_publish_rate": 1000.0} if mode != "computed_torque" else {}
     nodes = {
         "relay": processes.NodeProcess(
             "relay", (), params, remaps={"/joint_states": TOPICS["relay"][0]}, log_dir=log_dir,
             domain_id=domain, argv=[sys.executable, str(HERE / "relay.py")]),
         "controller": processes.NodeProcess(
             "computed_torque_controller", [processes.config("controller")],
-            {**params, "urdf_file": str(urdf), "state_timeout": 1.0}, log_dir=log_dir,
-            domain_id=domain),
+            {**params, "urdf_file": str(urdf), "state_timeout": 1.0, **cartesian},
+            log_dir=log_dir, domain_id=domain),
     }
     probe = Probe()
     try:
@@ -184,19 +191,23 @@ def main():
     parser.add_argument("--qos", default="reliable", choices=["reliable", "best_effort"],
                         help="QoS reliability of the nodes' /joint_states subscription")
     parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the run")
+    parser.add_argument("--cartesian", type=float, nargs="*", default=[500, 1000],
+                        help="rates of the cartesian_impedance rows (events executor)")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
     args = parser.parse_args()
     rclpy.init(domain_id=args.domain)
     log_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench_loop_"))
     rows = []
     try:
-        for executor in args.executors:
-            for rate in args.rates:
-                result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos)
-                relay, ours = result["relay"], result["controller"]
-                rows.append({"executor": executor, "rate_hz": rate, "relay": relay,
-                             "controller": ours, "p50_ratio": ours["p50_us"] / relay["p50_us"]})
-                print_row(rows[-1], header=len(rows) == 1)
+        cases = [(executor, rate, "computed_torque") for executor in args.executors
+                 for rate in args.rates]
+        cases += [("events", rate, "cartesian_impedance") for rate in args.cartesian]
+        for executor, rate, mode in cases:
+            result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos, mode)
+            relay, ours = result["relay"], result["controller"]
+            rows.append({"executor": executor, "rate_hz": rate, "mode": mode, "relay": relay,
+                         "controller": ours, "p50_ratio": ours["p50_us"] / relay["p50_us"]})
+            print_row(rows[-1], header=len(rows) == 1)
     finally:
         rclpy.try_shutdown()
     check_targets(rows)
@@ -208,13 +219,14 @@ def main():
 
 def print_row(row, header):
     if header:
-        print(f"{'executor':16} {'Hz':>5} | {'relay p50/p99/max us':>22} {'met %':>7} | "
+        print(f"{'executor (mode)':16} {'Hz':>5} | {'relay p50/p99/max us':>22} {'met %':>7} | "
               f"{'ours p50/p99/max us':>22} {'met %':>7} | {'p50 ratio':>9} | "
               f"{'compute p50/p99 us':>18}")
         print("-" * 125)
     r, o = row["relay"], row["controller"]
     compute = (f"{o.get('compute_p50_us', float('nan')):7.1f} /{o.get('compute_p99_us', float('nan')):7.1f}")
-    print(f"{row['executor']:16} {row['rate_hz']:5.0f} | "
+    label = row["executor"] + (" (cartesian)" if row.get("mode") == "cartesian_impedance" else "")
+    print(f"{label:16} {row['rate_hz']:5.0f} | "
           f"{r['p50_us']:6.0f} /{r['p99_us']:6.0f} /{r['max_us']:7.0f} {100 * r['deadline_met']:7.2f} | "
           f"{o['p50_us']:6.0f} /{o['p99_us']:6.0f} /{o['max_us']:7.0f} {100 * o['deadline_met']:7.2f} | "
           f"{row['p50_ratio']:9.2f} | {compute:>18}", flush=True)
@@ -222,8 +234,9 @@ def print_row(row, header):
 
 def check_targets(rows):
     print("\ntargets:")
-    for executor in sorted({r["executor"] for r in rows}):
-        mine = {r["rate_hz"]: r for r in rows if r["executor"] == executor}
+    for executor in sorted({r["executor"] for r in rows if r.get("mode") != "cartesian_impedance"}):
+        mine = {r["rate_hz"]: r for r in rows
+                if r["executor"] == executor and r.get("mode") != "cartesian_impedance"}
         checks = []
         if 1000 in mine:
             checks.append(("p50 latency at 1 kHz within 1.2x the relay's", mine[1000]["p50_ratio"],
@@ -235,6 +248,11 @@ def check_targets(rows):
         checks.append(("controller compute p99 < 100 us (7 joints)", p99, p99 < 100))
         for label, value, ok in checks:
             print(f"  [{'met' if ok else 'MISSED'}] {executor}: {label}: {value:.2f}")
+    cartesian = [r for r in rows if r.get("mode") == "cartesian_impedance"]
+    if cartesian:
+        p99 = max(r["controller"].get("compute_p99_us", np.inf) for r in cartesian)
+        print(f"  [{'met' if p99 < 100 else 'MISSED'}] events: cartesian_impedance compute p99 < "
+              f"100 us (7 joints): {p99:.2f}")
 
 
 if __name__ == "__main__":

@@ -18,12 +18,16 @@ axes at its origin ("local_world_aligned", rows [linear; angular]) and the targe
   nullspace torque tau_n (a posture q_n) moves no task coordinate.
 - w: a feed-forward wrench [force N; moment N m] in base axes, applied at the frame's origin.
 - Damping left unset is critical: D = 2 sqrt(K) with operational_space (unit mass); without it
-  D_i = 2 sqrt(K_i Lambda_ii), critical for the arm's own inertia at the pose along that axis
-  (Lambda's diagonal, its coupling left out). Nullspace damping unset: D_n,i = 2 sqrt(K_n,i M_ii).
+  critical for each mode of the arm's own inertia at the pose (critical_damping). Nullspace
+  damping acts on the nullspace velocity N qd (so it only takes energy out); unset it is
+  2 sqrt(K_n,i I_i), I_i = 1 / (M^-1)_ii the joint's effective inertia.
 - friction_compensation adds, as the joint modes do at a target at rest, the URDF's Coulomb
   friction F_i clip(pull_i / band_i, -1, 1): pull the spring part of the command (J^T K' e +
-  K_n (q_n - q), K' = K or Lambda K), band_i its joint stiffness times friction_deadband, so it
-  fades out within the deadband of the target. Viscous damping needs no compensation at rest.
+  N^T K_n (q_n - q), K' = K or Lambda K), band_i its joint stiffness times friction_deadband,
+  so it fades out within the deadband of the target. The joint damping B is compensated as
+  computed_torque does, B (qd + T qdd) with qdd = M^-1 tau the commanded acceleration and T the
+  control period, only with operational_space: the impedance law, like the PD modes, leaves
+  it, which keeps a light, stiffly damped wrist stable at the control period.
 At equilibrium under an external wrench w_x on the frame, J^T (K e + w_x) + N^T tau_n = 0 and
 J-bar^T N^T = 0, so K e = -w_x: the static stiffness is K exactly (test_cartesian.py).
 """

@@ -176,19 +176,22 @@ CARTESIAN = (
           readme_default='"" = tip link'),
     Param("cartesian_stiffness", list(DEFAULT_STIFFNESS), "K: x, y, z in N/m, then rx, ry, rz "
           "in N·m/rad (base axes)", dynamic=True),
-    Param("cartesian_damping", None, "D, 6 values as K; unset: critical (2√K with "
-          "`operational_space`, else 2√(K Λ_ii), the arm's inertia along each axis)",
+    Param("cartesian_damping", None, "D, 6 values as K; unset: critical, 2√K with "
+          "`operational_space`, else for each mode of the arm's inertia Λ at the pose "
+          "(2 Λ^½ (Λ^-½ K Λ^-½)^½ Λ^½)",
           dynamic=True, readme_default="unset = critical"),
     Param("nullspace_stiffness", DEFAULT_NULLSPACE_STIFFNESS, "N·m/rad toward the posture, a "
           "scalar or one per joint", dynamic=True),
-    Param("nullspace_damping", None, "N·m·s/rad, a scalar or one per joint; unset: 2√(K_n "
-          "M_ii), critical for each joint's inertia", dynamic=True,
+    Param("nullspace_damping", None, "N·m·s/rad, a scalar or one per joint, on the nullspace "
+          "velocity; unset: 2√(K_n I_i), critical for each joint's effective inertia I_i = "
+          "1/(M⁻¹)_ii", dynamic=True,
           readme_default="unset = critical"),
     Param("nullspace_posture", None, "rad or m, one per joint: the posture the nullspace "
           "holds (`~/target_joint` changes it)", dynamic=True,
           readme_default="unset = the posture on entering the mode"),
     Param("operational_space", False, "F = Λ(K e − D ẋ − J̇q̇) + w: the error moves as a "
-          "unit-mass spring-damper in every direction; false: F = K e − D ẋ + w"),
+          "unit-mass spring-damper in every direction (K in 1/s²); false: the impedance F = "
+          "K e − D ẋ − ΛJ̇q̇ + w"),
     Param("max_pose_error", list(DEFAULT_MAX_POSE_ERROR), "m, rad: the position and the "
           "rotation error are clipped to these norms (0: no clip)", dynamic=True),
     Param("target_filter", 0.0, "s, time constant of a first-order filter on the target pose; "
@@ -276,6 +279,19 @@ TRAJECTORY_DEMO = Table(
 )
 
 
+CARTESIAN_DEMO = Table(
+    Param("radius", 0.05, "m, of the circle of targets (base y-z plane)", run_time=False,
+          low=0.0),
+    Param("period", 4.0, "s per circle", run_time=False, low=0.0, open_low=True),
+    Param("circles", 1, "circles to go", run_time=False, low=0.0),
+    Param("settle", 1.5, "s held before the push and after it", run_time=False, low=0.0),
+    Param("push_force", [10.0, 0.0, 0.0], "N, base axes: the simulator's push on the end "
+          "effector", run_time=False, dynamic=True),
+    Param("push_duration", 1.0, "s of pushing", run_time=False, low=0.0),
+    EXECUTOR,
+)
+
+
 PAYLOAD_PARAMETERS = tuple(p.name for p in PAYLOAD)
 
 
@@ -298,7 +314,8 @@ def readme_tables():
             ("computed_torque_controller, trajectory goals", CONTROLLER.markdown(GOALS)),
             ("computed_torque_controller, cartesian_impedance", CONTROLLER.markdown(CARTESIAN)),
             ("dynamics_simulator", SIMULATOR.markdown()),
-            ("trajectory_demo", TRAJECTORY_DEMO.markdown()))
+            ("trajectory_demo", TRAJECTORY_DEMO.markdown()),
+            ("cartesian_demo", CARTESIAN_DEMO.markdown()))
 
 
 if __name__ == "__main__":

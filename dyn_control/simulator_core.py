@@ -78,6 +78,15 @@ class SimulatorCore:
         """A new payload: the next step carries it."""
         self.sim.chain = model
 
+    def push(self, wrench, link=""):
+        """An external wrench (6,) [force N; moment N m], base axes, on `link`'s origin (""
+        the tip link) from the next step on; zero ends it. ValueError names a bad link."""
+        self.sim.push(wrench, link or None)
+        self._say("info", f"push on '{link or self.chain.tip_link}': force "
+                          f"{np.round(wrench[:3], 3).tolist()} N, moment "
+                          f"{np.round(wrench[3:], 3).tolist()} N m" if np.any(wrench) else
+                          "push ended")
+
     def _clock(self, now):
         return self.sim.t if self.settings["synchronous"] else now
 

@@ -2,6 +2,9 @@
 
     python -m harness.demo [--arm default_arm|two_link|PATH] [--duration 10] [--mode MODE]
 
+With --mode cartesian_impedance (make demo MODE=cartesian) the controller holds the end
+effector's pose, cartesian_demo moves its target around a circle, and the simulator pushes it.
+
 Starts dynamics_simulator, computed_torque_controller and trajectory_demo as separate processes
 with the parameters of config/*.yaml (on simulation time), records the loop for the length of
 the trajectory, stops the processes with Ctrl-C, prints per-joint RMS and maximum tracking
@@ -11,6 +14,7 @@ error and the controller's compute time, and writes a plot (desired vs actual, e
 import argparse
 import os
 import pathlib
+import re
 import time
 
 import numpy as np
@@ -86,6 +90,156 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             "position": q_d[:k][window] - e[:k][window], "effort": tau[:k][window],
             "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
             "diagnostics": dict(recorder.diagnostics)}
+
+
+def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_params=None,
+                   demo_params=None, timeout=120.0):
+    """Simulator + controller in cartesian_impedance + cartesian_demo; returns the recording:
+    the poses, the target poses, the simulator's joint states, the demo's phase times (sim s),
+    exit codes, logs and /diagnostics."""
+    import rclpy
+
+    from .recorder import Recorder
+
+    urdf, arm_configs = processes.arm_files(arm)
+    common = {"urdf_file": str(urdf)}
+    if domain_id is not None:
+        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+    rclpy.init()
+    recorder = Recorder(cartesian=True)
+    env = processes.loop_env()
+    nodes = []
+    try:
+        nodes.append(processes.NodeProcess(
+            "dynamics_simulator", [processes.config("simulator"), *arm_configs], common,
+            log_dir=log_dir, env=env))
+        nodes.append(processes.NodeProcess(
+            "computed_torque_controller", [processes.config("controller")],
+            {**common, "use_sim_time": True, "mode": "cartesian_impedance",
+             **(controller_params or {})}, log_dir=log_dir, env=env))
+        deadline = time.monotonic() + timeout
+        while not recorder.pose_series("current_pose")[0].size:  # recording before it starts
+            _check_alive(nodes)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no ~/current_pose within {timeout} s; logs in {log_dir}")
+            time.sleep(0.1)
+        nodes.append(processes.NodeProcess(
+            "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
+            log_dir=log_dir, env=env))
+        while "done:" not in nodes[-1].log():
+            _check_alive(nodes)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cartesian_demo not done within {timeout} s; logs in {log_dir}")
+            time.sleep(0.1)
+        time.sleep(0.5)  # the last poses and a /diagnostics
+    finally:
+        codes = {node.name: node.stop() for node in reversed(nodes)}
+        logs = {node.name: node.log() for node in nodes}
+        recorder.close()
+        rclpy.try_shutdown()
+    done = logs["cartesian_demo"].split("done:")[-1]
+    phases = dict(zip(("circle", "circle_end", "push", "push_end", "end"),
+                      map(float, re.findall(r"(\d+\.\d+) s?", done)[:5])))
+    t, q, _, effort = recorder.series("states")
+    return {"pose": recorder.pose_series("current_pose"),
+            "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
+            "phases": phases, "exit_codes": codes, "logs": logs,
+            "diagnostics": dict(recorder.diagnostics)}
+
+
+def cartesian_figures(result, stiffness, push_force):
+    """The demo's figures: the circle's position error (RMS, max, m) and largest orientation
+    error (rad) against the target, the displacement from the target at the end of the push
+    against F/K (m, per axis: the static stiffness), how far from the target it is at the end
+    (m), and the largest torque."""
+    from dyn_control.kinematics import quaternion_matrix, rotation_log
+
+    t, p, quat = result["pose"]
+    tt, pt, quat_t = result["target"]
+    phases = result["phases"]
+    # the target in force at each pose stamp: the last one published at or before it
+    k = np.clip(np.searchsorted(tt, t, side="right") - 1, 0, len(tt) - 1)
+    error = np.linalg.norm(p - pt[k], axis=1)
+    rotation = np.array([np.linalg.norm(rotation_log(quaternion_matrix(*a) @ quaternion_matrix(*b).T))
+                         for a, b in zip(quat_t[k], quat)])
+    circle = (t >= phases["circle"]) & (t <= phases["circle_end"])
+    pushed = (t >= phases["push_end"] - 0.2) & (t < phases["push_end"])
+    after = t >= phases["end"] - 0.2
+    displacement = (p - pt[k])[pushed].mean(axis=0)
+    expected = np.asarray(push_force, dtype=float) / np.asarray(stiffness, dtype=float)[:3]
+    effort = result["states"][2]
+    return {"circle_rms_m": float(np.sqrt(np.mean(error[circle] ** 2))),
+            "circle_max_m": float(error[circle].max()),
+            "orientation_max_rad": float(rotation[circle].max()),
+            "push_displacement_m": displacement, "push_expected_m": expected,
+            "released_error_m": float(np.linalg.norm((p - pt[k])[after].mean(axis=0))),
+            "torque_max": float(np.abs(effort).max()) if effort.size else float("nan"),
+            "t": t, "error": error, "rotation": rotation}
+
+
+def plot_cartesian(result, figures, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t, p, _ = result["pose"]
+    tt, pt, _ = result["target"]
+    ts, _, effort = result["states"]
+    phases = result["phases"]
+    t0 = phases["circle"]
+    centre = p[(t >= t0 - 0.5) & (t < t0)].mean(axis=0)
+    fig, axes = plt.subplots(4, 1, figsize=(11, 12), sharex=True)
+    for j, axis in enumerate("xyz"):
+        axes[0].plot(tt - t0, 1e3 * (pt[:, j] - centre[j]), "--", color=f"C{j}", lw=1)
+        axes[0].plot(t - t0, 1e3 * (p[:, j] - centre[j]), color=f"C{j}", lw=1, label=axis)
+    axes[0].set_ylabel("end effector from the start (mm)\nsolid actual, dashed target")
+    axes[0].legend(ncol=3, fontsize=8, loc="upper right")
+    axes[1].plot(t - t0, 1e3 * figures["error"], label="position error (mm)")
+    axes[1].plot(t - t0, 1e3 * figures["rotation"], label="orientation error (mrad)")
+    axes[1].legend(fontsize=8, loc="upper right")
+    before = (t >= phases["push"] - 0.5) & (t < phases["push"])
+    start = p[before].mean(axis=0)
+    for j, axis in enumerate("xyz"):
+        axes[2].plot(t - t0, 1e3 * (p[:, j] - start[j]), color=f"C{j}", lw=1, label=f"{axis} displacement")
+        axes[2].axhline(1e3 * figures["push_expected_m"][j], color=f"C{j}", ls=":", lw=1)
+    axes[2].axvspan(phases["push"] - t0, phases["push_end"] - t0, color="0.9")
+    axes[2].set_ylabel("displacement (mm)\ndotted F/K, shaded: the push")
+    axes[2].set_xlim(left=-0.5)
+    axes[2].legend(fontsize=8, loc="upper right")
+    for j in range(effort.shape[1] if effort.size else 0):
+        axes[3].plot(ts - t0, effort[:, j], lw=1)
+    axes[3].set_ylabel("torque (N m)")
+    axes[3].set_xlabel("time since the circle's start (s)")
+    fig.suptitle("dyn_control cartesian_impedance: circle of targets, then a push")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def cartesian_main(args, out, domain):
+    from dyn_control.parameters import CARTESIAN_DEMO, CONTROLLER
+
+    result = cartesian_loop(args.arm, out, domain)
+    stiffness = CONTROLLER["cartesian_stiffness"].default
+    force = CARTESIAN_DEMO["push_force"].default
+    f = cartesian_figures(result, stiffness, force)
+    print(f"\ncircle of {CARTESIAN_DEMO['radius'].default * 100:g} cm: position error RMS "
+          f"{f['circle_rms_m'] * 1e3:.2f} mm, max {f['circle_max_m'] * 1e3:.2f} mm (an impedance "
+          f"lags a moving target by D v / K); orientation error max "
+          f"{f['orientation_max_rad'] * 1e3:.2f} mrad")
+    print(f"push of {force} N: displacement from the target "
+          f"{np.round(f['push_displacement_m'] * 1e3, 3).tolist()} mm against F/K "
+          f"{np.round(f['push_expected_m'] * 1e3, 3).tolist()} mm; {f['released_error_m'] * 1e3:.3f} "
+          "mm from it at the end")
+    print(f"largest torque {f['torque_max']:.1f} N m")
+    print("\ncontroller " + status_line(result["diagnostics"], "computed_torque_controller",
+                                         CONTROLLER_LINE))
+    print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
+    print(f"exit codes after Ctrl-C: {result['exit_codes']}")
+    path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}_cartesian.png"
+    plot_cartesian(result, f, path)
+    print(f"plot written to {path}")
+    return 0 if all(c == 0 for c in result["exit_codes"].values()) else 1
 
 
 def _latest(recorder):
@@ -168,6 +322,8 @@ def main(argv=None):
     domain = int(os.environ.get("ROS_DOMAIN_ID", 77))
     print(f"starting simulator, controller and trajectory on {args.arm} "
           f"(ROS_DOMAIN_ID={domain}, logs in {out}/)", flush=True)
+    if args.mode in ("cartesian", "cartesian_impedance"):
+        return cartesian_main(args, out, domain)
     result = closed_loop(args.arm, args.duration, args.mode, out, domain)
     rms, worst = tracking_figures(result)
     print(f"\ntracking over {result['t'][-1]:.1f} s of trajectory "

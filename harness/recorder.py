@@ -1,5 +1,6 @@
 """A node that records the closed loop from the outside: the controller's ~/error and
-~/reference (which carries the commanded torque), and the latest /diagnostics status of each
+~/reference (which carries the commanded torque), its ~/current_pose and ~/target_pose, the
+simulator's /joint_states (with the applied torque), and the latest /diagnostics status of each
 node. Used by the demo and the integration tests; it spins in a background thread so the caller
 can just wait and read."""
 
@@ -10,6 +11,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from dyn_control.nodes import messages
@@ -19,10 +21,14 @@ CONTROLLER = "/computed_torque_controller"
 
 
 class Recorder(Node):
-    def __init__(self, controller=CONTROLLER):
+    """cartesian: also record the poses and the simulator's joint states (1 kHz; off by
+    default, so that the joint-space loops do not pay for them)."""
+
+    def __init__(self, controller=CONTROLLER, cartesian=False):
         super().__init__("dyn_control_recorder")
         self.lock = threading.Lock()
-        self.errors, self.references = [], []
+        self.errors, self.references, self.states = [], [], []
+        self.poses = {"current_pose": [], "target_pose": []}  # (t, p (3,), quaternion (4,))
         self.joint_names = None
         self.diagnostics = {}  # node name -> {key: value} of its latest status
 
@@ -38,6 +44,18 @@ class Recorder(Node):
 
         self.create_subscription(JointState, f"{controller}/error", keep(self.errors, True), 1000)
         self.create_subscription(JointState, f"{controller}/reference", keep(self.references), 1000)
+        def pose(store):
+            def callback(msg):
+                p, o = msg.pose.position, msg.pose.orientation
+                with self.lock:
+                    store.append((messages.to_seconds(msg.header.stamp), np.array([p.x, p.y, p.z]),
+                                  np.array([o.x, o.y, o.z, o.w])))
+            return callback
+
+        if cartesian:
+            self.create_subscription(JointState, "/joint_states", keep(self.states), 1000)
+            for name, store in self.poses.items():
+                self.create_subscription(PoseStamped, f"{controller}/{name}", pose(store), 100)
         def diagnostics(msg):
             with self.lock:
                 self.diagnostics.update(read_diagnostics(msg))
@@ -65,6 +83,14 @@ class Recorder(Node):
         if not rows:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
         return (np.array([r[0] for r in rows]), *(np.array([r[k] for r in rows]) for k in (1, 2, 3)))
+
+    def pose_series(self, name):
+        """(times (k,), positions (k, 3), quaternions (k, 4)) of current_pose or target_pose."""
+        with self.lock:
+            rows = list(self.poses[name])
+        if not rows:
+            return np.zeros(0), np.zeros((0, 3)), np.zeros((0, 4))
+        return tuple(np.array([r[k] for r in rows]) for k in range(3))
 
     def close(self):
         self._stop.set()

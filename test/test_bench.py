@@ -28,17 +28,24 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
 
 
 def test_loop_bench_quick_run_times_both_nodes_and_writes_json(tmp_path):
-    # one short row over DDS in its own domain: every state goes to one of the two nodes, both
-    # answer, both exit 0 on Ctrl-C, and the controller reports its compute time
+    # two short rows over DDS in their own domain, the joint mode's and cartesian_impedance's:
+    # every state goes to one of the two nodes, both answer, both exit 0 on Ctrl-C, and the
+    # controller reports its compute time
     pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
     out = tmp_path / "loop.json"
     res = subprocess.run([sys.executable, str(PACKAGE_DIR / "bench" / "bench_loop.py"),
-                          "--executors", "events", "--rates", "250", "--seconds", "5",
-                          "--domain", "66", "--json", str(out)], capture_output=True, text=True,
-                         timeout=300)
+                          "--executors", "events", "--rates", "250", "--cartesian", "250",
+                          "--seconds", "5", "--domain", "66", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "p50 ratio" in res.stdout and "targets:" in res.stdout
-    (row,) = json.loads(out.read_text())
+    rows = json.loads(out.read_text())
+    assert [r["mode"] for r in rows] == ["computed_torque", "cartesian_impedance"]
+    for row in rows:
+        check_loop_row(row)
+
+
+def check_loop_row(row):
     for node in ("relay", "controller"):
         figures = row[node]
         assert figures["exit_code"] == 0

@@ -601,3 +601,100 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
         assert not result.successful and "'never'" in result.reason
     finally:
         node.destroy_node()
+
+
+# ------------------------------------------------------------------ cartesian_impedance
+
+
+def pose_msg(R, p, frame="", quaternion=None):
+    from geometry_msgs.msg import PoseStamped
+    from dyn_control.kinematics import matrix_quaternion
+    msg = PoseStamped()
+    msg.header.frame_id = frame
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, p)
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = quaternion if quaternion is not None else matrix_quaternion(R)
+    return msg
+
+
+def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd):
+    from geometry_msgs.msg import WrenchStamped
+    from dyn_control import kinematics
+    node, effort, *_ = make_controller(mode="cartesian_impedance")
+    poses = Captured(node.current_pose_pub)
+    try:
+        node.on_joint_state(state_msg(1.0, NAMES, Q))  # enters the mode: the target is here
+        R, p = kinematics.frame_pose(node.core.chain, Q)
+        np.testing.assert_allclose(node.core.task.target[1], p, atol=1e-12)
+        assert poses.messages and poses.messages[-1].header.frame_id == "base_link"
+        np.testing.assert_allclose([poses.messages[-1].pose.position.x,
+                                    poses.messages[-1].pose.position.y,
+                                    poses.messages[-1].pose.position.z], p, atol=1e-12)
+        node.on_target_pose(pose_msg(R, p + [0.02, 0.0, 0.0]))
+        np.testing.assert_allclose(node.core.task.target[1], p + [0.02, 0.0, 0.0])
+        good = node.core.task.target
+        for bad, reason in ((pose_msg(R, [np.nan, 0, 0]), "target_pose position has a non-finite"),
+                            (pose_msg(R, p, quaternion=(0, 0, 0, 0)), r"not a unit quaternion \(norm 0\)"),
+                            (pose_msg(R, p, quaternion=(0, 0, 0, 1.2)), r"not a unit quaternion \(norm 1.2\)"),
+                            (pose_msg(R, p, frame="world"), "frame_id 'world' is not the chain's root link")):
+            with pytest.raises(messages.BadMessage, match=reason):
+                messages.read_pose(bad, "base_link")
+            node.on_target_pose(bad)  # (logged, throttled to one line a second)
+            assert node.core.task.target is good  # the last good target stays
+        assert "target_pose position has a non-finite" in capfd.readouterr().err
+        wrench = WrenchStamped()
+        wrench.wrench.force.x = 3.0
+        node.on_target_wrench(wrench)
+        np.testing.assert_array_equal(node.core.task.wrench, [3.0, 0, 0, 0, 0, 0])
+        node.on_target_joint(JointState(name=["joint4"], position=[-1.0]))
+        assert node.core.task.posture[3] == -1.0 and node.core.task.posture[0] == Q[0]
+        node.on_target_joint(JointState(name=["elbow"], position=[0.0]))
+        assert "target_joint names unknown joint 'elbow'" in capfd.readouterr().err
+        assert node.core.task.posture[3] == -1.0
+        for name, value, reason in (("cartesian_stiffness", [-1.0] * 6, "cartesian_stiffness must be finite and >= 0"),
+                                    ("cartesian_stiffness", [1.0] * 5, "cartesian_stiffness must be a scalar or 6"),
+                                    ("ee_link", "nowhere", "ee_link 'nowhere' is not a link the chain moves"),
+                                    ("max_pose_error", [0.1, 0.2, 0.3], "max_pose_error must be a scalar or 2"),
+                                    ("target_filter", -1.0, "target_filter must be >= 0")):
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not result.successful and reason in result.reason, result.reason
+        # back to a joint mode: the targets are refused, the arm holds where it is
+        assert node.set_parameters([Parameter("mode", value="computed_torque")])[0].successful
+        with pytest.raises(ValueError, match="target_pose ignored: the controller is in "
+                                             "computed_torque mode"):
+            node.core.set_target_pose(R, p)
+    finally:
+        node.destroy_node()
+
+
+def test_simulator_pushes_and_drops_bad_ones():
+    from geometry_msgs.msg import WrenchStamped
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("synchronous", value=False)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    try:
+        msg = WrenchStamped()
+        msg.header.frame_id = "link4"
+        msg.wrench.force.z = -5.0
+        node.on_external_wrench(msg)
+        link, wrench = node.core.sim.external
+        assert link == "link4" and wrench[2] == -5.0
+        for frame, value in (("elbow", 1.0), ("", float("nan"))):
+            bad = WrenchStamped()
+            bad.header.frame_id = frame
+            bad.wrench.torque.x = value
+            node.on_external_wrench(bad)
+            assert node.core.sim.external[0] == "link4"  # dropped: the push goes on
+        node.on_external_wrench(WrenchStamped())  # zero: the push ends
+        assert node.core.sim.external is None
+    finally:
+        node.shutdown()
+        node.destroy_node()
+
+
+def test_a_cartesian_mode_with_an_unknown_ee_link_stops_the_node_with_one_line():
+    res = subprocess.run([executable("computed_torque_controller"), *ros_args(params={
+        "urdf_file": ARM, "mode": "cartesian_impedance", "ee_link": "gripper"})],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
+    assert res.returncode == 1 and len(lines) == 1 and "ee_link 'gripper'" in lines[0], res.stderr

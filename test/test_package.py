@@ -6,7 +6,7 @@ import ast
 from conftest import PACKAGE_DIR, require
 
 RUNTIME = {"rclpy", "sensor_msgs", "std_msgs", "trajectory_msgs", "rosgraph_msgs", "urdfdom_py",
-           "diagnostic_msgs", "control_msgs",
+           "diagnostic_msgs", "control_msgs", "geometry_msgs",
            "xacro", "python3-numpy", "python3-numba", "python3-lxml",
            "rcl_interfaces", "builtin_interfaces", "ament_index_python"}
 TEST = {"launch_testing", "launch_testing_ros", "python3-pytest", "python3-scipy", "pinocchio",

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import numpy as np
 import rclpy
@@ -124,6 +125,16 @@ def log_events(node, core):
             logger.warning(text, throttle_duration_sec=seconds)
         else:
             logger.error(text, throttle_duration_sec=seconds)
+
+
+def warn_throttled(node, key, text, period=1.0):
+    """A warning at most once per `period` s of steady time for each `key` (rclpy throttles
+    per call site, which would let one bad input hide another's reason)."""
+    now = time.monotonic()
+    last = node.__dict__.setdefault("_warned_at", {})
+    if now - last.get(key, -float("inf")) >= period:
+        last[key] = now
+        node.get_logger().warning(text)
 
 
 def payload_summary(value):

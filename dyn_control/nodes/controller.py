@@ -14,12 +14,14 @@ CONTROLLER), turns messages into calls and commands into messages.
 import time
 
 import numpy as np
+from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from .. import kinematics
 from ..controller_core import ControllerCore, controller_settings
 from ..goals import Request
 from ..parameters import CONTROLLER
@@ -27,7 +29,7 @@ from ..simulation import default_initial_positions
 from . import messages, trajectory_action
 from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
                      log_events, parameter_reader, publish_diagnostics, reliability, run,
-                     set_parameters_callback)
+                     set_parameters_callback, warn_throttled)
 
 
 class ComputedTorqueController(Node):
@@ -56,6 +58,11 @@ class ComputedTorqueController(Node):
         self.create_subscription(JointState, "/joint_states", self.on_joint_state,
                                  reliability(self))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
+        # cartesian_impedance's targets (crisp_controllers' names); refused in the joint modes
+        self.create_subscription(PoseStamped, "~/target_pose", self.on_target_pose, 10)
+        self.create_subscription(WrenchStamped, "~/target_wrench", self.on_target_wrench, 10)
+        self.create_subscription(JointState, "~/target_joint", self.on_target_joint, 10)
+        self.current_pose_pub = self.create_publisher(PoseStamped, "~/current_pose", 10)
         set_parameters_callback(self, CONTROLLER, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics())
 
@@ -72,6 +79,7 @@ class ComputedTorqueController(Node):
         self.error_msg = messages.JointStateWriter(chain.joint_names, ("position", "velocity"))
         self.effort_msg = messages.EffortWriter(self.order)
         self.state_msg = trajectory_action.controller_state_writer(chain.joint_names)
+        self.pose_msg = messages.PoseWriter(PoseStamped, chain.root_link)
         self.state_period = 1.0 / self.get_parameter("state_publish_rate").value
         self.state_time = -np.inf  # stamp of the last ~/controller_state
         # compile or load the kernels now, not in the first tick (which would stall ~0.3 s):
@@ -124,6 +132,28 @@ class ComputedTorqueController(Node):
         if self.core is not None:
             self.offer(messages.trajectory_request(msg))
 
+    def on_target_pose(self, msg):
+        self._target("target_pose", lambda: self.core.set_target_pose(
+            *messages.read_pose(msg, self.core.chain.root_link)))
+
+    def on_target_wrench(self, msg):
+        self._target("target_wrench", lambda: self.core.set_target_wrench(
+            messages.read_wrench(msg, "target_wrench", self.core.chain.root_link)))
+
+    def on_target_joint(self, msg):
+        self._target("target_joint", lambda: self.core.set_target_joint(
+            *messages.read_posture(msg, self.core.chain.joint_names)))
+
+    def _target(self, what, take):
+        """A cartesian_impedance target; a bad or untimely one is refused, the last good stays."""
+        if self.core is None:
+            return
+        try:
+            take()
+        except ValueError as err:  # BadMessage too
+            warn_throttled(self, what, str(err) if str(err).startswith(what) else
+                           f"{what} refused: {err}")
+
     def offer(self, request):
         """A goal (goals.Request) from the topic or the action -> the core's Goal."""
         goal = self.core.offer(request)
@@ -136,24 +166,29 @@ class ComputedTorqueController(Node):
 
     def _send(self, command):
         """A command from the core -> the effort message (and reference, error and, at
-        state_publish_rate, the controller state)."""
+        state_publish_rate, the controller state or the current pose)."""
         if command is not None:
             self.effort_pub.publish(self.effort_msg.fill(command.tau))
             if command.desired is not None:
                 q_d, qd_d, _ = command.desired
                 self.reference_pub.publish(self.reference_msg.fill(command.t, q_d, qd_d, command.tau))
                 self.error_pub.publish(self.error_msg.fill(command.t, *command.errors))
-                # a period of state time since the last (either way: a simulator restarts)
-                if (self.state_msg is not None and
-                        abs(command.t - self.state_time) >= self.state_period - 1e-6):
-                    self._publish_state(command)
+            # a period of state time since the last (either way: a simulator restarts)
+            if abs(command.t - self.state_time) >= self.state_period - 1e-6:
+                self._publish_state(command)
         self.log_core_events()
 
     def _publish_state(self, command):
+        """~/controller_state in the joint modes, ~/current_pose in cartesian_impedance."""
         self.state_time = command.t
         _, q, qd = self.core.state
-        self.controller_state_pub.publish(self.state_msg.fill(
-            command.t, command.desired, (q, qd), command.errors, command.tau))
+        if command.task is not None:
+            R, p = kinematics.frame_pose(self.core.model, q,
+                                         self.core.settings["cartesian"]["ee_link"])
+            self.current_pose_pub.publish(self.pose_msg.fill(command.t, R, p))
+        elif command.desired is not None and self.state_msg is not None:
+            self.controller_state_pub.publish(self.state_msg.fill(
+                command.t, command.desired, (q, qd), command.errors, command.tau))
 
     def shutdown(self):
         if self.core is not None:

@@ -28,3 +28,7 @@ def dynamics_simulator():
 
 def trajectory_demo():
     return _run("trajectory_demo")
+
+
+def cartesian_demo():
+    return _run("cartesian_demo")

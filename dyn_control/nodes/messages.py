@@ -13,6 +13,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..goals import Request
+from ..kinematics import matrix_quaternion, quaternion_matrix
 
 
 class BadMessage(ValueError):
@@ -201,4 +202,71 @@ class ControllerStateWriter:
         set_stamp(self.msg.header.stamp, t)
         for view, value in zip(self.views, (*desired, *actual, *errors, tau)):
             view[:] = value
+        return self.msg
+
+
+def _finite(values, what):
+    values = np.array(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise BadMessage(f"{what} has a non-finite value: {values.tolist()}")
+    return values
+
+
+def _base_frame(msg, what, root_link):
+    """A stamped message's frame_id must be empty or the chain's root link (base axes)."""
+    frame = msg.header.frame_id
+    if frame not in ("", root_link):
+        raise BadMessage(f"{what} frame_id '{frame}' is not the chain's root link "
+                         f"'{root_link}' (or empty)")
+
+
+def read_pose(msg, root_link, what="target_pose"):
+    """geometry_msgs/PoseStamped in the root link's frame -> (R (3, 3), p (3,) m). BadMessage
+    names the field and the value: another frame, a non-finite value, or a quaternion that is
+    zero or off unit length by more than 1e-3 (a slightly off one is normalized)."""
+    _base_frame(msg, what, root_link)
+    pose = msg.pose
+    p = _finite([pose.position.x, pose.position.y, pose.position.z], f"{what} position")
+    o = pose.orientation
+    quaternion = _finite([o.x, o.y, o.z, o.w], f"{what} orientation")
+    norm = np.linalg.norm(quaternion)
+    if abs(norm - 1.0) > 1e-3:
+        raise BadMessage(f"{what} orientation (x, y, z, w) {quaternion.tolist()} is not a unit "
+                         f"quaternion (norm {norm:.4g})")
+    return quaternion_matrix(*(quaternion / norm)), p
+
+
+def read_wrench(msg, what, root_link=None):
+    """geometry_msgs/WrenchStamped -> (6,) [force N; moment N m]; BadMessage if non-finite,
+    or, given root_link, in another frame than the root link's (base axes). Without it the
+    frame_id is the caller's to read (the simulator's: the link pushed)."""
+    if root_link is not None:
+        _base_frame(msg, what, root_link)
+    f, m = msg.wrench.force, msg.wrench.torque
+    return _finite([f.x, f.y, f.z, m.x, m.y, m.z], what)
+
+
+def read_posture(msg, joint_names, what="target_joint"):
+    """sensor_msgs/JointState by name -> (chain indices, positions) of the joints it names."""
+    index = {name: i for i, name in enumerate(joint_names)}
+    unknown = [name for name in msg.name if name not in index]
+    if unknown:
+        raise BadMessage(f"{what} names unknown joint '{unknown[0]}'")
+    if len(msg.position) != len(msg.name) or not msg.name:
+        raise BadMessage(f"{what} has {len(msg.name)} names and {len(msg.position)} positions")
+    return np.array([index[name] for name in msg.name]), _finite(msg.position, f"{what} position")
+
+
+class PoseWriter:
+    """One geometry_msgs/PoseStamped in the root link's frame, refilled each time."""
+
+    def __init__(self, msg_class, frame_id):
+        self.msg = msg_class()
+        self.msg.header.frame_id = frame_id
+
+    def fill(self, t, R, p):
+        set_stamp(self.msg.header.stamp, t)
+        position, orientation = self.msg.pose.position, self.msg.pose.orientation
+        position.x, position.y, position.z = (float(x) for x in p)
+        orientation.x, orientation.y, orientation.z, orientation.w = matrix_quaternion(R)
         return self.msg

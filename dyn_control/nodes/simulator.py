@@ -1,7 +1,9 @@
 """dynamics_simulator: integrates the arm's forward dynamics under the last effort command.
 
 Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` order) and holds
-the last one; publishes /joint_states (every chain joint: position, velocity, effort = applied
+the last one, and ~/external_wrench (geometry_msgs/WrenchStamped: a push on the link named by
+frame_id, empty for the tip link, in base axes at the link's origin, until the next one; a zero
+wrench ends it); publishes /joint_states (every chain joint: position, velocity, effort = applied
 torque) stamped with the simulation time, and /clock when publish_clock is true. The simulated
 arm is dyn_control.simulator_core; this node declares its parameters
 (dyn_control.parameters.SIMULATOR), runs the stepping thread and moves messages.
@@ -23,6 +25,7 @@ import time
 
 import numpy as np
 import rclpy
+from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -54,6 +57,7 @@ class DynamicsSimulator(Node):
         configure_from_model(self)
         self.create_subscription(Float64MultiArray, "/effort_controller/commands",
                                  self.on_command, reliability(self))
+        self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
             time.monotonic()))
@@ -98,6 +102,16 @@ class DynamicsSimulator(Node):
             return
         self.core.on_command(time.monotonic(), to_chain_order(tau, self.order))
         self._answered.set()
+        log_events(self, self.core)
+
+    def on_external_wrench(self, msg):
+        if self.core is None:
+            return
+        try:
+            self.core.push(messages.read_wrench(msg, "external_wrench"), msg.header.frame_id)
+        except ValueError as err:  # BadMessage too
+            self.get_logger().warning(f"external_wrench dropped: {err}", throttle_duration_sec=1.0)
+            return
         log_events(self, self.core)
 
     def _publish(self):

@@ -1,0 +1,109 @@
+"""cartesian_demo: drives computed_torque_controller in cartesian_impedance mode, and pushes the
+simulated arm.
+
+Waits for the controller's first ~/current_pose, then, on the node's clock (simulated time
+under use_sim_time):
+1. holds that pose `settle` s, then publishes target poses on ~/target_pose at 50 Hz along
+   `circles` circles of `radius` in the base frame's y-z plane, `period` s each, starting and
+   ending at that pose, holding its orientation (the nullspace holds the elbow at the posture
+   it had);
+2. holds the pose `settle` s, then has the simulator push the end effector with `push_force`
+   (N, base axes) on dynamics_simulator's ~/external_wrench for `push_duration` s, lets go, and
+   holds `settle` s more;
+3. logs "done" with the times of each phase, for the harness to cut its recording.
+"""
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+
+from rclpy.node import Node
+
+from .. import kinematics
+from ..parameters import CARTESIAN_DEMO
+from . import messages
+from .common import declare_parameters, run
+
+CONTROLLER = "/computed_torque_controller"
+SIMULATOR = "/dynamics_simulator"
+
+
+class CartesianDemo(Node):
+    NODE_NAME = "cartesian_demo"
+
+    def __init__(self, **kwargs):
+        super().__init__(self.NODE_NAME, **kwargs)
+        self.fatal = None
+        declare_parameters(self, CARTESIAN_DEMO)
+        self.p = {param.name: self.get_parameter(param.name).value for param in CARTESIAN_DEMO}
+        self.start = None  # (t0 s, R, p) once the first current pose came
+        self.pose_msg = None
+        self.phase = "waiting"
+        self.target_pub = self.create_publisher(PoseStamped, f"{CONTROLLER}/target_pose", 10)
+        self.push_pub = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
+        self.create_subscription(PoseStamped, f"{CONTROLLER}/current_pose", self._on_pose, 10)
+        self.create_timer(0.02, self._tick)
+
+    def _now(self):
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _heard_by(self, topic, node):
+        return any(info.node_name == node for info in self.get_subscriptions_info_by_topic(topic))
+
+    def _on_pose(self, msg):
+        # the controller and the simulator listen (not only a recorder), then the circle starts
+        ready = (self._heard_by(f"{CONTROLLER}/target_pose", CONTROLLER[1:]) and
+                 self._heard_by(f"{SIMULATOR}/external_wrench", SIMULATOR[1:]))
+        if self.start is None and ready:
+            o = msg.pose.orientation
+            R = kinematics.quaternion_matrix(o.x, o.y, o.z, o.w)
+            p = np.array([msg.pose.position.x, msg.pose.position.y, msg.pose.position.z])
+            self.start = (messages.to_seconds(msg.header.stamp), R, p)
+            self.pose_msg = messages.PoseWriter(PoseStamped, msg.header.frame_id)
+            self.get_logger().info(f"circle about {np.round(p, 4).tolist()} m in "
+                                   f"'{msg.header.frame_id}'")
+
+    def _tick(self):
+        if self.start is None or self.phase == "done":
+            return
+        t0, R, p0 = self.start
+        s = self.p
+        t = self._now() - t0 - s["settle"]
+        t0 += s["settle"]
+        circle_end = s["circles"] * s["period"]
+        push_start = circle_end + s["settle"]
+        push_end = push_start + s["push_duration"]
+        if 0 <= t < circle_end:
+            phase = 2 * np.pi * t / s["period"]
+            p = p0 + s["radius"] * np.array([0.0, np.cos(phase) - 1.0, np.sin(phase)])
+        else:
+            p = p0
+        self.target_pub.publish(self.pose_msg.fill(self._now(), R, p))
+        if t >= push_start and self.phase != "pushing" and t < push_end:
+            self._push(s["push_force"])
+            self.phase = "pushing"
+        elif t >= push_end and self.phase == "pushing":
+            self._push([0.0, 0.0, 0.0])
+            self.phase = "released"
+        elif t >= push_end + s["settle"] and self.phase == "released":
+            self.phase = "done"
+            self.get_logger().info(
+                f"done: circle {t0:.3f} to {t0 + circle_end:.3f} s, push {t0 + push_start:.3f} "
+                f"to {t0 + push_end:.3f} s, end {t0 + push_end + s['settle']:.3f} s")
+
+    def _push(self, force):
+        msg = WrenchStamped()
+        messages.set_stamp(msg.header.stamp, self._now())
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(f) for f in force)
+        self.push_pub.publish(msg)
+        self.get_logger().info(f"push {list(force)} N")
+
+    def shutdown(self):
+        pass
+
+
+def main(args=None):
+    return run(CartesianDemo, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

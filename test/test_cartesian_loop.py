@@ -1,0 +1,52 @@
+"""cartesian_impedance over DDS: simulator, controller and cartesian_demo as separate processes
+(harness/demo.py: cartesian_loop), synchronous on simulation time, as `make demo MODE=cartesian`
+runs them: a circle of target poses, then the simulator pushes the end effector.
+
+References: the closed form of the static stiffness (displacement F/K under a push, bound 2 %
+per axis of |F/K|), the pose before the push for the release, and the bounds stated below.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+from harness.demo import cartesian_figures, cartesian_loop  # noqa: E402
+
+from dyn_control.parameters import CONTROLLER  # noqa: E402
+
+FORCE = [6.0, -4.0, 8.0]  # N, base axes
+DEMO = {"push_force": FORCE, "push_duration": 2.0, "settle": 2.0}  # long enough to settle
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return cartesian_loop("default_arm", tmp_path_factory.mktemp("cartesian"), 69,
+                          demo_params=DEMO)
+
+
+def test_a_push_moves_the_hand_by_f_over_k(run):
+    f = cartesian_figures(run, CONTROLLER["cartesian_stiffness"].default, FORCE)
+    print(f"push: displacement {f['push_displacement_m']} m against F/K {f['push_expected_m']} m")
+    np.testing.assert_allclose(f["push_displacement_m"], f["push_expected_m"],
+                               atol=0.02 * np.abs(f["push_expected_m"]).max())
+    assert f["released_error_m"] < 2e-4  # back on the target 2 s after it was let go
+
+
+def test_the_circle_is_followed_holding_the_orientation(run):
+    # an impedance lags a moving target by about D v / K (here 2 cm at 8 cm/s); bounds: RMS
+    # below 3 cm, orientation within 2e-2 rad (measured 1.8e-2 m, 9e-3 rad)
+    f = cartesian_figures(run, CONTROLLER["cartesian_stiffness"].default, FORCE)
+    assert f["circle_rms_m"] < 0.03 and f["orientation_max_rad"] < 2e-2
+    t, p, _ = run["pose"]
+    circle = (t >= run["phases"]["circle"]) & (t <= run["phases"]["circle_end"])
+    assert np.ptp(p[circle, 1]) > 0.05 and np.ptp(p[circle, 2]) > 0.05  # it really went round
+
+
+def test_every_process_ends_cleanly(run):
+    assert set(run["exit_codes"].values()) == {0}, run["exit_codes"]
+    logs = "".join(run["logs"].values())
+    for bad in ("blow-up", "no good joint state", "Traceback", "refused", "can oscillate"):
+        assert bad not in logs, bad
+    d = run["diagnostics"]["computed_torque_controller"]
+    assert d["mode"] == "cartesian_impedance" and d["manipulability"] > 0
+    assert d["pose_error_m"] < 1e-3  # at rest on the target at the end
