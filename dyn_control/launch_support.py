@@ -5,6 +5,11 @@ plain launch descriptions and this stays importable (and testable) without launc
 import os
 
 PACKAGE = "dyn_control"
+# ros2_control's topic-based hardware (ros-controls/topic_based_hardware_interfaces), its name
+# and the older one it still answers to; dynamics_simulator in command_type joint_state is the
+# simulator behind it (urdf/default_arm.ros2_control.urdf.xacro gives it its parameters)
+TOPIC_BASED_PLUGINS = ("joint_state_topic_hardware_interface/JointStateTopicSystem",
+                       "topic_based_ros2_control/TopicBasedSystem")
 
 
 def share(*parts):

@@ -259,6 +259,11 @@ SIMULATOR = Table(
     Param("command_timeout", 0.2, "s without a command before the effort drops to zero (0 = "
           "never): simulated s when synchronous, wall s when free running", run_time=False,
           low=0.0),
+    Param("command_type", "float64_multi_array", "`float64_multi_array`: effort commands on "
+          "`/effort_controller/commands`, states on `/joint_states`; `joint_state`: the peer of "
+          "ros2_control's topic-based hardware (JointStateTopicSystem), efforts by name on "
+          "`/robot_joint_commands`, states on `/robot_joint_states`, free running (below)",
+          run_time=False, choices=("float64_multi_array", "joint_state")),
     *(Param(p.name, p.default, p.description + " (the load the simulated arm carries: tests put "
             "one here that the controller does not know)" if p.name == "payload_mass" else
             p.description, dynamic=p.dynamic, readme_default=p.readme_default) for p in PAYLOAD),

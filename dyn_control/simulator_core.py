@@ -38,6 +38,9 @@ def simulator_settings(chain, value, order=None):
             raise ValueError(f"initial_positions must be {n} finite values, got {q0.tolist()}")
         q0 = to_chain_order(q0, order)
     dt = value("dt")
+    if value("command_type") == "joint_state" and value("synchronous"):
+        raise ValueError("synchronous must be false with command_type joint_state: "
+                         "controller_manager runs on its own clock, with no lockstep")
     return dict(
         q0=q0, dt=dt, integrator=value("integrator"),
         limits=effort_limits(chain, () if unset(override) else to_chain_order(

@@ -3,16 +3,27 @@ effort forward_command_controller named effort_controller, robot_state_publisher
 computed_torque_controller writing to /effort_controller/commands.
 
     ros2 launch dyn_control ros2_control.launch.py
-        [description:=PATH.urdf.xacro] [hardware_plugin:=mock_components/GenericSystem]
-        [controllers:=YAML] [use_sim_time:=false]
+        [description:=PATH.urdf.xacro] [hardware_plugin:=PLUGIN] [controllers:=YAML]
+        [joint_commands_topic:=/robot_joint_commands] [joint_states_topic:=/robot_joint_states]
+        [use_sim_time:=false]
+
+The default hardware is ros2_control's topic-based system
+(joint_state_topic_hardware_interface/JointStateTopicSystem), with our dynamics_simulator behind
+it (command_type joint_state, free running: controller_manager runs on its own clock; on wall
+time, or publishing /clock with use_sim_time:=true): the arm moves under the effort commands. The same happens for its older name,
+topic_based_ros2_control/TopicBasedSystem. Any other plugin (mock_components/GenericSystem,
+gz_ros2_control/GazeboSimSystem, mujoco_ros2_control/MujocoSystem, your robot's driver) runs
+without our simulator.
 
 For your own arm: give its xacro (with a <ros2_control> tag whose joints have an effort command
-interface and position/velocity state interfaces) as `description`, list the same joints in
-the controllers YAML (effort_controller.joints), and choose the hardware plugin (for example
-gz_ros2_control/GazeboSimSystem, mujoco_ros2_control/MujocoSystem or your robot's driver).
+interface and position, velocity and effort state interfaces) as `description`, list the same
+joints in the controllers YAML (effort_controller.joints), and choose the hardware plugin.
 """
 
-from dyn_control.launch_support import PACKAGE, is_true, robot_description, share
+import os
+
+from dyn_control.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, is_true,
+                                        robot_description, share)
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
@@ -20,13 +31,16 @@ from launch_ros.actions import Node
 
 def _nodes(context):
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
+    plugin = value("hardware_plugin")
+    topics = {"joint_commands_topic": value("joint_commands_topic"),
+              "joint_states_topic": value("joint_states_topic")}
     description = robot_description(
         value("description") or share("urdf", "default_arm.ros2_control.urdf.xacro"),
-        hardware_plugin=value("hardware_plugin"))
+        hardware_plugin=plugin, **topics)
     controllers = value("controllers") or share("config", "ros2_controllers.yaml")
     sim_time = {"use_sim_time": is_true(value("use_sim_time"))}
     model = {"robot_description": description}
-    return [
+    nodes = [
         Node(package="controller_manager", executable="ros2_control_node", output="screen",
              parameters=[controllers, sim_time],
              remappings=[("~/robot_description", "/robot_description")]),
@@ -40,16 +54,31 @@ def _nodes(context):
              name="computed_torque_controller", output="screen",
              parameters=[share("config", "controller.yaml"), model, sim_time]),
     ]
+    if plugin in TOPIC_BASED_PLUGINS:  # the physics behind the plugin's two topics
+        arm = [path for path in [share("config", "default_arm.yaml")] if os.path.isfile(path)]
+        nodes.append(Node(
+            package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
+            output="screen",
+            parameters=[share("config", "simulator.yaml"), *(arm if not value("description") else []),
+                        model, {"command_type": "joint_state", "synchronous": False,
+                                "publish_clock": sim_time["use_sim_time"]}],
+            remappings=[("/robot_joint_commands", topics["joint_commands_topic"]),
+                        ("/robot_joint_states", topics["joint_states_topic"])]))
+    return nodes
 
 
 def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("description", default_value="",
                               description="xacro/URDF with a <ros2_control> tag"),
-        DeclareLaunchArgument("hardware_plugin", default_value="mock_components/GenericSystem",
+        DeclareLaunchArgument("hardware_plugin", default_value=TOPIC_BASED_PLUGINS[0],
                               description="ros2_control hardware taking effort commands"),
         DeclareLaunchArgument("controllers", default_value="",
                               description="controller_manager YAML (config/ros2_controllers.yaml)"),
+        DeclareLaunchArgument("joint_commands_topic", default_value="/robot_joint_commands",
+                              description="the topic-based plugin's command topic"),
+        DeclareLaunchArgument("joint_states_topic", default_value="/robot_joint_states",
+                              description="the topic-based plugin's state topic"),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
         OpaqueFunction(function=_nodes),
     ])

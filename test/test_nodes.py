@@ -698,3 +698,53 @@ def test_a_cartesian_mode_with_an_unknown_ee_link_stops_the_node_with_one_line()
         capture_output=True, text=True, timeout=60, env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert res.returncode == 1 and len(lines) == 1 and "ee_link 'gripper'" in lines[0], res.stderr
+
+
+# ------------------------------------------------------------------ ros2_control's topic-based hardware
+
+
+def test_simulator_as_the_topic_based_hardware_peer_takes_efforts_by_name_and_drops_bad_ones():
+    # command_type joint_state: what JointStateTopicSystem's write() publishes (every joint by
+    # name, effort only) drives the arm; states go out on /robot_joint_states with position,
+    # velocity and effort; an unknown or missing joint, compacted efforts or a NaN (what the
+    # plugin sends before any controller has written) are dropped and the last good command stays
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("command_type", value="joint_state"),
+        Parameter("synchronous", value=False)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    states = Captured(node.state_pub)
+    try:
+        assert node.state_pub.topic_name == "/robot_joint_states"
+        shuffled = list(reversed(NAMES))
+        good = JointState(name=shuffled, effort=[float(k) for k in range(7)])
+        node.on_joint_command(good)
+        np.testing.assert_array_equal(node.core.command, list(reversed(range(7))))  # by name
+        for bad in (JointState(name=NAMES + ["gripper"], effort=[0.0] * 8),
+                    JointState(name=NAMES[:6], effort=[0.0] * 6),
+                    JointState(name=NAMES, effort=[0.0] * 6),
+                    JointState(name=NAMES, effort=[float("nan")] * 7)):
+            node.on_joint_command(bad)
+            np.testing.assert_array_equal(node.core.command, list(reversed(range(7))))
+        wait_until(lambda: states.messages, 5.0)
+        last = states.messages[-1]
+        assert list(last.name) == NAMES and len(last.position) == len(last.velocity) == len(last.effort) == 7
+    finally:
+        node.shutdown()
+        node.destroy_node()
+    for reason, message in (("joint command names unknown joint 'gripper'",
+                             JointState(name=NAMES + ["gripper"], effort=[0.0] * 8)),
+                            ("joint command lacks joint 'joint7'", JointState(name=NAMES[:6], effort=[0.0] * 6)),
+                            ("6 efforts for 7 joints", JointState(name=NAMES, effort=[0.0] * 6)),
+                            ("non-finite effort for joint 'joint1'",
+                             JointState(name=NAMES, effort=[float("nan")] * 7))):
+        with pytest.raises(messages.BadMessage, match=reason):
+            messages.read_joint_command(message, NAMES)
+
+
+def test_the_topic_based_peer_mode_refuses_lockstep_with_one_line():
+    res = subprocess.run([executable("dynamics_simulator"), *ros_args(params={
+        "urdf_file": ARM, "command_type": "joint_state", "synchronous": True})],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
+    assert res.returncode == 1 and len(lines) == 1, res.stderr
+    assert "synchronous must be false with command_type joint_state" in lines[0]

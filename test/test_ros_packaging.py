@@ -71,12 +71,35 @@ def test_launch_files_define_launch_descriptions_from_the_shared_config():
     assert '"robot_description": description' in sim
 
 
-def _xacro_text():
+def _xacro_text(**mappings):
     # as ros2_control.launch.py expands it (dyn_control.launch_support)
     require("xacro")
     from dyn_control.launch_support import robot_description
     return robot_description(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"),
-                             hardware_plugin="mock_components/GenericSystem")
+                             **{"hardware_plugin": "mock_components/GenericSystem", **mappings})
+
+
+def test_ros2_control_xacro_gives_the_topic_based_plugin_its_topics_by_default():
+    # as the plugin reads them (joint_state_topic_hardware_interface's on_init): the two topics
+    # our simulator uses (command_type joint_state), and every cycle published (-1)
+    from xml.etree import ElementTree
+
+    from dyn_control.launch_support import TOPIC_BASED_PLUGINS
+    require("xacro")
+    from dyn_control.launch_support import robot_description
+    default = robot_description(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"))
+    for text, plugin in [(default, TOPIC_BASED_PLUGINS[0])] + [
+            (_xacro_text(hardware_plugin=name), name) for name in TOPIC_BASED_PLUGINS]:
+        hardware = ElementTree.fromstring(text).find("ros2_control/hardware")
+        assert hardware.find("plugin").text == plugin
+        assert {p.get("name"): p.text for p in hardware.findall("param")} == {
+            "joint_commands_topic": "/robot_joint_commands",
+            "joint_states_topic": "/robot_joint_states", "trigger_joint_command_threshold": "-1"}
+    moved = ElementTree.fromstring(_xacro_text(hardware_plugin=TOPIC_BASED_PLUGINS[0],
+                                               joint_states_topic="/sim/states"))
+    assert moved.find("ros2_control/hardware/param[@name='joint_states_topic']").text == "/sim/states"
+    mock = ElementTree.fromstring(_xacro_text()).find("ros2_control/hardware")
+    assert mock.findall("param") == []  # other plugins get none of them
 
 
 def test_ros2_control_xacro_gives_every_joint_effort_command_and_states():

@@ -162,6 +162,29 @@ def read_effort_command(msg, n):
     return tau
 
 
+def read_joint_command(msg, joint_names):
+    """sensor_msgs/JointState effort command by name, as ros2_control's JointStateTopicSystem
+    publishes it (every joint named, `effort` one per name for an effort arm) -> (n,) in
+    `joint_names` order. BadMessage names an unknown or missing joint, efforts not one per
+    name, or a non-finite effort (the plugin sends NaN before any controller has written)."""
+    names = list(msg.name)
+    where = {name: i for i, name in enumerate(names)}
+    unknown = [name for name in names if name not in set(joint_names)]
+    if unknown:
+        raise BadMessage(f"joint command names unknown joint '{unknown[0]}'")
+    missing = [name for name in joint_names if name not in where]
+    if missing:
+        raise BadMessage(f"joint command lacks joint '{missing[0]}'")
+    if len(msg.effort) != len(names):
+        raise BadMessage(f"joint command has {len(msg.effort)} efforts for {len(names)} joints "
+                         "(every joint needs an effort command interface)")
+    tau = np.array([msg.effort[where[name]] for name in joint_names])
+    if not np.all(np.isfinite(tau)):
+        raise BadMessage(f"joint command has a non-finite effort for joint "
+                         f"'{joint_names[int(np.argmax(~np.isfinite(tau)))]}'")
+    return tau
+
+
 def trajectory_request(msg, source="topic", path_tolerance=(), goal_tolerance=(),
                        goal_time_tolerance=0.0) -> Request:
     """trajectory_msgs/JointTrajectory (and a goal's tolerances) -> goals.Request, plain data;

@@ -52,11 +52,19 @@ class DynamicsSimulator(Node):
         self._answered = threading.Event()  # wakes the thread waiting for an answer
         self._running = threading.Event()
         self._thread = None
-        self.state_pub = self.create_publisher(JointState, "/joint_states", 10)
+        # command_type joint_state: the peer of ros2_control's topic-based hardware, with its
+        # default topics (a reliable publisher reaches its best-effort reader too)
+        self.by_name = self.get_parameter("command_type").value == "joint_state"
+        self.state_pub = self.create_publisher(
+            JointState, "/robot_joint_states" if self.by_name else "/joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         configure_from_model(self)
-        self.create_subscription(Float64MultiArray, "/effort_controller/commands",
-                                 self.on_command, reliability(self))
+        if self.by_name:
+            self.create_subscription(JointState, "/robot_joint_commands", self.on_joint_command,
+                                     reliability(self))
+        else:
+            self.create_subscription(Float64MultiArray, "/effort_controller/commands",
+                                     self.on_command, reliability(self))
         self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
@@ -100,7 +108,21 @@ class DynamicsSimulator(Node):
         except messages.BadMessage as err:
             self.get_logger().warning(f"command dropped: {err}", throttle_duration_sec=1.0)
             return
-        self.core.on_command(time.monotonic(), to_chain_order(tau, self.order))
+        self._take(to_chain_order(tau, self.order))
+
+    def on_joint_command(self, msg):
+        """An effort command by name (command_type joint_state)."""
+        if self.core is None:
+            return
+        try:
+            tau = messages.read_joint_command(msg, self.core.chain.joint_names)
+        except messages.BadMessage as err:
+            self.get_logger().warning(f"command dropped: {err}", throttle_duration_sec=1.0)
+            return
+        self._take(tau)
+
+    def _take(self, tau):
+        self.core.on_command(time.monotonic(), tau)
         self._answered.set()
         log_events(self, self.core)
 
