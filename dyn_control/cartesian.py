@@ -41,7 +41,8 @@ from .control import gain_vector, saturate
 from .kernels import (_mass_matrix_at, body_poses, cholesky_solve, compose_eigen,
                       frame_bias_acceleration, frame_jacobian_at, frame_placement, jit,
                       joint_poses, operational_space, rnea, rotation_log, symmetric_eigen)
-from .kinematics import SINGULARITY_DAMPING, operational_space_inertia
+from .dynamics import mass_matrix
+from .kinematics import SINGULARITY_DAMPING, frame_jacobian
 
 CARTESIAN_IMPEDANCE = "cartesian_impedance"  # the controller mode that runs this law
 DEFAULT_STIFFNESS = (500.0, 500.0, 500.0, 30.0, 30.0, 30.0)  # N/m (x, y, z), N m/rad
@@ -252,12 +253,14 @@ class CartesianLaw:
         return _law(*self._args, q, qd, R_d, p_d, w, q_n)
 
     def fastest_mode(self, q):
-        """rad/s: the highest natural frequency of the undamped task at q, sqrt of the largest
-        eigenvalue of Lambda^-1/2 K Lambda^-1/2 (operational_space: sqrt(max K), unit mass).
-        Above 1/period the sampled loop can oscillate on a light arm."""
+        """rad/s: the highest natural frequency of the undamped task at q, the square root of
+        the largest eigenvalue of K^1/2 (J M^-1 J^T) K^1/2 (the modes of Lambda x'' + K x = 0,
+        with no inverse: a singular direction, where the arm cannot move, has none);
+        operational_space: sqrt(max K), unit mass. Above 1/period the sampled loop can
+        oscillate on a light arm."""
         if self._args[14]:
             return float(np.sqrt(self.K.max()))
-        Lam = operational_space_inertia(self.chain, q, self.ee_link)
-        s, V = np.linalg.eigh(Lam)
-        inv_root = (V * np.where(s > 0, 1 / np.sqrt(np.maximum(s, 1e-300)), 0.0)) @ V.T
-        return float(np.sqrt(max(np.linalg.eigvalsh(inv_root * self.K @ inv_root).max(), 0.0)))
+        J = frame_jacobian(self.chain, q, self.ee_link)
+        A = J @ np.linalg.solve(mass_matrix(self.chain, q), J.T)
+        root = np.sqrt(self.K)
+        return float(np.sqrt(max(np.linalg.eigvalsh(root[:, None] * A * root).max(), 0.0)))

@@ -17,9 +17,11 @@ from launch_ros.actions import Node
 
 def _nodes(context):
     arm = LaunchConfiguration("arm").perform(context)
-    description = robot_description(LaunchConfiguration("urdf_file").perform(context)
-                                     or share("urdf", f"{arm}.urdf"))
-    arm_params = [path for path in [share("config", f"{arm}.yaml")] if os.path.isfile(path)]
+    urdf_file = LaunchConfiguration("urdf_file").perform(context)
+    description = robot_description(urdf_file or share("urdf", f"{arm}.urdf"))
+    # the shipped arm's own settings (its start pose); not for a URDF of your own
+    arm_params = [path for path in [share("config", f"{arm}.yaml")]
+                  if os.path.isfile(path) and not urdf_file]
     sim_time = is_true(LaunchConfiguration("use_sim_time").perform(context))
     controller_params = (LaunchConfiguration("controller_params").perform(context)
                          or share("config", "controller.yaml"))
