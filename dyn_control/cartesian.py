@@ -38,7 +38,7 @@ import numpy as np
 
 from . import kernels
 from .control import gain_vector, saturate
-from .kernels import (_mass_matrix_at, body_poses, cholesky_solve, compose_eigen,
+from .kernels import (_mass_matrix_at, body_poses, cholesky_apply, cholesky_factor, compose_eigen,
                       frame_bias_acceleration, frame_jacobian_at, frame_placement, jit,
                       joint_poses, operational_space, rnea, rotation_log, symmetric_eigen)
 from .dynamics import mass_matrix
@@ -143,7 +143,8 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
     tau = np.empty(n)  # C qd + g to start with
     rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
          np.empty((3, n, 3)))
-    MinvJt, Lam, gain, V = operational_space(M, J, damping)
+    L = cholesky_factor(M)
+    MinvJt, Lam, gain, V = operational_space(L, J, damping)
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
@@ -174,7 +175,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
     unit = np.zeros(n)
     for i in range(n):
         unit[i] = 1.0
-        inertia[i] = 1.0 / cholesky_solve(M, unit)[i]
+        inertia[i] = 1.0 / cholesky_apply(L, unit)[i]
         unit[i] = 0.0
     # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
     vn = qd - _matvec(MinvJt, _matvec(Lam, xd))
@@ -195,7 +196,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
             command[i] += J[k, i] * (F[k] - z[k])
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
-        qdd = cholesky_solve(M, command)
+        qdd = cholesky_apply(L, command)
         for i in range(n):
             tau[i] += damping_b[i] * (qd[i] + period * qdd[i])
     for i in range(n):

@@ -206,9 +206,10 @@ def mass_matrix(R0, p0, axis, jtype, mass, h, inertia_o, q):
 
 
 @jit
-def cholesky_solve(M, b):
-    """Solve M x = b for symmetric positive definite M by Cholesky; raises if M is not SPD."""
-    n = b.shape[0]
+def cholesky_factor(M):
+    """L, lower triangular, with L L^T = M for symmetric positive definite M; raises if M is
+    not SPD."""
+    n = M.shape[0]
     L = np.zeros((n, n))
     for j in range(n):
         d = M[j, j]
@@ -222,6 +223,13 @@ def cholesky_solve(M, b):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
+    return L
+
+
+@jit
+def cholesky_apply(L, b):
+    """x with L L^T x = b, by the two triangular solves."""
+    n = b.shape[0]
     y = np.empty(n)
     for i in range(n):  # L y = b
         s = b[i]
@@ -235,6 +243,12 @@ def cholesky_solve(M, b):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return x
+
+
+@jit
+def cholesky_solve(M, b):
+    """Solve M x = b for symmetric positive definite M by Cholesky; raises if M is not SPD."""
+    return cholesky_apply(cholesky_factor(M), b)
 
 
 @jit
@@ -636,14 +650,15 @@ def rotation_log(R):
 
 
 @jit
-def operational_space(M, J, damping):
+def operational_space(L, J, damping):
     """(M^-1 J^T (n, m), Lambda (m, m), its eigenvalues (m,) and eigenvectors V (m, m)) of a
-    task Jacobian J (m, n): Lambda = (J M^-1 J^T)^-1, the task-space inertia, by the damped
-    inverse (bounded at singular poses)."""
+    task Jacobian J (m, n), given L the Cholesky factor of M (cholesky_factor): Lambda =
+    (J M^-1 J^T)^-1, the task-space inertia, by the damped inverse (bounded at singular
+    poses)."""
     m, n = J.shape
     MinvJt = np.empty((n, m))
     for k in range(m):
-        MinvJt[:, k] = cholesky_solve(M, J[k].copy())
+        MinvJt[:, k] = cholesky_apply(L, J[k].copy())
     A = np.zeros((m, m))
     for r in range(m):
         for c in range(m):

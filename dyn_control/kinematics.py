@@ -131,7 +131,8 @@ def operational_space_inertia(chain, q, link=None, damping=SINGULARITY_DAMPING):
     """Lambda (6, 6) = (J M^-1 J^T)^-1 of `link` (J local_world_aligned), kg and kg m^2, by the
     damped inverse: bounded near a singular pose, and for arms of fewer than 6 joints."""
     J = frame_jacobian(chain, q, link)
-    return kernels.operational_space(mass_matrix(chain, q), J, float(damping))[1]
+    return kernels.operational_space(kernels.cholesky_factor(mass_matrix(chain, q)), J,
+                                     float(damping))[1]
 
 
 def dynamically_consistent_inverse(chain, q, link=None, damping=SINGULARITY_DAMPING):
@@ -139,5 +140,6 @@ def dynamically_consistent_inverse(chain, q, link=None, damping=SINGULARITY_DAMP
     acceleration alone. N = I - J-bar J projects torques as N^T tau into the task's
     nullspace."""
     J = frame_jacobian(chain, q, link)
-    MinvJt, Lam, _, _ = kernels.operational_space(mass_matrix(chain, q), J, float(damping))
+    MinvJt, Lam, _, _ = kernels.operational_space(kernels.cholesky_factor(mass_matrix(chain, q)),
+                                                  J, float(damping))
     return MinvJt @ Lam
