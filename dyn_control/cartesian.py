@@ -38,9 +38,9 @@ import numpy as np
 
 from . import kernels
 from .control import gain_vector, saturate
-from .kernels import (_mass_matrix_at, body_poses, cholesky_apply, cholesky_factor, compose_eigen,
-                      frame_bias_acceleration, frame_jacobian_at, frame_placement, jit,
-                      joint_poses, operational_space, rnea, rotation_log, symmetric_eigen)
+from .kernels import (_mass_matrix_at, cholesky_apply, cholesky_factor, compose_eigen,
+                      frame_bias_acceleration, frame_pass, jit, operational_space, rnea,
+                      rotation_log, symmetric_eigen)
 from .dynamics import mass_matrix
 from .kinematics import SINGULARITY_DAMPING, frame_jacobian
 
@@ -132,12 +132,8 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
     joint damping and friction to compensate (zeros: none); period (s): the control period;
     damping: of Lambda's inverse."""
     n = q.shape[0]
-    R, p, Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
-    joint_poses(R0, p0, axis, jtype, q, R, p)
-    body_poses(R, p, parent, Rw, pw)
-    Rf, pf, J = np.empty((3, 3)), np.empty(3), np.empty((6, n))
-    frame_placement(Rw, pw, body, R_off, p_off, Rf, pf)
-    frame_jacobian_at(Rw, pw, axis, jtype, parent, body, Rf, pf, kernels.LOCAL_WORLD_ALIGNED, J)
+    R, p, Rw, pw, Rf, pf, J = frame_pass(R0, p0, axis, jtype, parent, q, body, R_off, p_off,
+                                         kernels.LOCAL_WORLD_ALIGNED)
     M = np.empty((n, n))
     _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
     tau = np.empty(n)  # C qd + g to start with

@@ -519,9 +519,10 @@ def frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, body, pf, out):
 
 
 @jit
-def frame_kinematics(R0, p0, axis, jtype, parent, q, body, R_off, p_off, reference):
-    """Pose (Rf (3, 3), pf (3,)) in the base frame and Jacobian J (6, n) in `reference` of a
-    frame fixed to `body`, in one pass."""
+def frame_pass(R0, p0, axis, jtype, parent, q, body, R_off, p_off, reference):
+    """One kinematics pass for a frame fixed to `body`: (R, p) the bodies' poses in their
+    parents' frames, (Rw, pw) in the base frame, (Rf, pf) the frame's pose in the base frame
+    and J (6, n) its Jacobian in `reference`."""
     n = q.shape[0]
     R, p, Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
@@ -529,6 +530,15 @@ def frame_kinematics(R0, p0, axis, jtype, parent, q, body, R_off, p_off, referen
     Rf, pf, J = np.empty((3, 3)), np.empty(3), np.empty((6, n))
     frame_placement(Rw, pw, body, R_off, p_off, Rf, pf)
     frame_jacobian_at(Rw, pw, axis, jtype, parent, body, Rf, pf, reference, J)
+    return R, p, Rw, pw, Rf, pf, J
+
+
+@jit
+def frame_kinematics(R0, p0, axis, jtype, parent, q, body, R_off, p_off, reference):
+    """Pose (Rf (3, 3), pf (3,)) in the base frame and Jacobian J (6, n) in `reference` of a
+    frame fixed to `body`, in one pass."""
+    _, _, _, _, Rf, pf, J = frame_pass(R0, p0, axis, jtype, parent, q, body, R_off, p_off,
+                                       reference)
     return Rf, pf, J
 
 

@@ -36,3 +36,9 @@ def robots_dir():
     if os.environ.get("DYN_CONTROL_REQUIRE_REFERENCES") == "1":
         raise RuntimeError("example-robot-data is not installed")
     pytest.skip("reference URDFs of example-robot-data not installed")
+
+
+def table_values(table, **overrides):
+    """value(name) of a parameter table's defaults (its per-joint entries too), with overrides:
+    what a node reads, for the cores in tests."""
+    return lambda name: overrides[name] if name in overrides else table[name].default

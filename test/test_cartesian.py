@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from arm_sweep import arm_paths, load_arm
-from conftest import URDF_DIR
+from conftest import URDF_DIR, table_values
 from dyn_control import kinematics, load_chain
 from dyn_control.cartesian import CartesianLaw
 from dyn_control.controller_core import ControllerCore, controller_settings
@@ -31,9 +31,8 @@ def chain():
 
 
 def make_core(chain, **overrides):
-    values = {"mode": "cartesian_impedance", **overrides}
     return ControllerCore(chain, controller_settings(
-        chain, lambda name: values[name] if name in values else CONTROLLER[name].default))
+        chain, table_values(CONTROLLER, **{"mode": "cartesian_impedance", **overrides})))
 
 
 class Loop:

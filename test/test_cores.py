@@ -7,7 +7,7 @@ References: the law on arrays (the same ControlLaw the core holds), g(q) from in
 import numpy as np
 import pytest
 
-from conftest import URDF_DIR
+from conftest import URDF_DIR, table_values
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller_core import ControllerCore, controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
@@ -24,9 +24,7 @@ def chain():
     return load_chain(URDF_DIR / "default_arm.urdf")
 
 
-def defaults(table, **overrides):
-    """value(name) of the table's defaults (per-joint entries too), with overrides."""
-    return lambda name: overrides[name] if name in overrides else table[name].default
+defaults = table_values
 
 
 def controller(chain, **overrides):

@@ -9,7 +9,7 @@ codes, and closed forms of the interpolation.
 import numpy as np
 import pytest
 
-from conftest import URDF_DIR
+from conftest import URDF_DIR, table_values
 from dyn_control import gravity_torques, load_chain
 from dyn_control import goals
 from dyn_control.controller_core import ControllerCore, controller_settings
@@ -28,7 +28,7 @@ def chain():
 
 def settings(chain, **overrides):
     """The controller's defaults (CONTROLLER's table, per-joint entries too) with overrides."""
-    return controller_settings(chain, lambda name: overrides.get(name, CONTROLLER[name].default))
+    return controller_settings(chain, table_values(CONTROLLER, **overrides))
 
 
 def core_at(chain, q=Q, t=1.0, **overrides):
