@@ -272,7 +272,7 @@ class ControllerCore:
             self._say("warning", f"trajectory beyond the arm's limits: {problem}")
         if self.goal is not None:
             self._finish(self.goal, "aborted", goals.INVALID_GOAL,
-                         f"preempted by a new goal from the {request.source}")
+                         f"preempted by a new goal from the {request.source}", quiet=True)
         goal.status, goal.trajectory, goal.tolerances = "active", trajectory, tolerances
         self.goal, self.trajectory = goal, trajectory
         self._say("info", f"new {trajectory.kind} trajectory from the {request.source}, "
@@ -290,12 +290,15 @@ class ControllerCore:
         self._finish(goal, "canceled", goals.SUCCESSFUL, "canceled")
         return True
 
-    def _finish(self, goal, outcome, code, reason):
+    def _finish(self, goal, outcome, code, reason, quiet=False):
+        """End a goal; say so, unless `quiet` (a topic trajectory that ran to its end or gave
+        way to the next: streamed set-points would fill the log)."""
         goal._end(outcome, code, reason)
         if goal is self.goal:
             self.goal = None
-        level = "info" if outcome != "aborted" else "warning"
-        self._say(level, f"goal from the {goal.request.source} {outcome} ({code}): {reason}")
+        if not (quiet and goal.request.source == "topic"):
+            level = "info" if outcome != "aborted" else "warning"
+            self._say(level, f"goal from the {goal.request.source} {outcome} ({code}): {reason}")
 
     def _hold_here(self):
         """Hold the measured position from the last state on (JTC's set_hold_position)."""
@@ -306,24 +309,25 @@ class ControllerCore:
         """The active goal's tolerances at state time t; True when it aborted (the arm holds)."""
         goal = self.goal
         tolerances, end = goal.tolerances, goal.trajectory.end_time
-        names = self.chain.joint_names
         if t < end:
             hit = goals.first_violation(tolerances.path, e, ed)
             if hit < 0:
                 return False
             code = goals.PATH_TOLERANCE_VIOLATED
-            reason = (goals.describe_violation(hit, tolerances.path, e, ed, names, "path")
+            reason = (goals.describe_violation(hit, tolerances.path, e, ed,
+                                               self.chain.joint_names, "path")
                       + f" at t = {t - goal.trajectory.start_time:.3f} s from the start")
         else:
             hit = goals.first_violation(tolerances.goal, e, ed)
             if hit < 0:
                 self._finish(goal, "succeeded", goals.SUCCESSFUL,
-                             f"goal reached {t - end:.3f} s after the trajectory's end")
+                             f"goal reached {t - end:.3f} s after the trajectory's end", quiet=True)
                 return False
             if tolerances.goal_time == 0 or t - end <= tolerances.goal_time:
                 return False
             code = goals.GOAL_TOLERANCE_VIOLATED
-            reason = (goals.describe_violation(hit, tolerances.goal, e, ed, names, "goal")
+            reason = (goals.describe_violation(hit, tolerances.goal, e, ed,
+                                               self.chain.joint_names, "goal")
                       + f" {t - end:.3f} s after the end (goal_time {tolerances.goal_time:g} s)")
         self._hold_here()
         self._finish(goal, "aborted", code, reason + "; holding where the arm is")

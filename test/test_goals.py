@@ -261,3 +261,19 @@ def test_feedback_reports_desired_actual_error_and_the_next_point(chain):
     assert goals.next_point(goal.request, goal.trajectory, 3.5) == 2  # past the last
     core.update(0.0, (3.5, Q, ZERO))  # at rest past the end: it succeeded
     assert goal.done and core.feedback(goal) is None
+
+
+def test_streamed_topic_set_points_do_not_fill_the_log(chain):
+    # one-point trajectories at 0 s, as a teleoperation node streams them: each preempts the
+    # last, quietly; an action goal's end is always said
+    core = core_at(chain)
+    core.drain()
+    for k in range(10):
+        core.offer(request(Q + 0.001 * k, times=(0.0,)))
+        core.update(0.0, (1.0 + 0.01 * k, Q, ZERO))
+    said = [text for _, text, _ in core.drain()]
+    assert not any("preempted" in text or "succeeded" in text for text in said), said
+    action = core.offer(request(Q, times=(1.0,))._replace(source="action"))
+    core.offer(request(Q, times=(1.0,)))
+    assert action.code == goals.INVALID_GOAL
+    assert any("goal from the action aborted" in text for _, text, _ in core.drain())
