@@ -12,7 +12,8 @@ The thread steps at most real_time_factor times as fast as the wall clock (0: as
 can). Two ways to meet the controller:
 - synchronous (default), as Gazebo and MuJoCo run ros2_control: after publishing a state it
   waits for the command that answers it, then steps. A slow machine lowers the real-time
-  factor; no deadline is missed. After sync_timeout s of wall time without an answer it steps
+  factor instead of missing deadlines. After sync_timeout s of wall time without an answer (a
+  dead controller, or a stall of its process on a busy machine) it steps
   on the last command and counts a miss, so a dead controller still lets time run, one step
   per sync_timeout. It never runs ahead of a stalled controller.
 - free running (synchronous false), like hardware: it steps on the wall clock and never waits.
