@@ -135,10 +135,10 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
     R, p, Rw, pw, Rf, pf, J = frame_pass(R0, p0, axis, jtype, parent, q, body, R_off, p_off,
                                          kernels.LOCAL_WORLD_ALIGNED)
     M = np.empty((n, n))
-    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     tau = np.empty(n)  # C qd + g to start with
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
-         np.empty((3, n, 3)))
+    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
+         np.empty((5, n, 3)))
     L = cholesky_factor(M)
     MinvJt, Lam, gain, V = operational_space(L, J, damping)
     compensate_damping = False

@@ -91,8 +91,8 @@ def at_limit(tau, limits):
 
 
 @jit
-def _law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, kp, kd, ki, integral_limit, wrap,
-         damping, friction, deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
+def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, mode, kp, kd, ki, integral_limit,
+         wrap, damping, friction, deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
     """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,
     integral_limit, wrap (True: continuous joint, e wrapped to [-pi, pi)), damping and friction
     to compensate (zeros: none), limits (saturation, may be inf). deadband (rad) and period (s)
@@ -110,7 +110,7 @@ def _law(R0, p0, axis, jtype, mass, h, inertia_o, a0, mode, kp, kd, ki, integral
         else:
             integral[i] = 0.0
         v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
-    model = (R0, p0, axis, jtype, mass, h, inertia_o)
+    model = (R0, p0, axis, jtype, parent, mass, h, inertia_o)
     if mode == COMPUTED_TORQUE:
         tau = kernels.mass_matrix_times_plus_bias(*model, q, qd, v, a0)
         for i in range(n):  # the damping over one control period, taken implicitly

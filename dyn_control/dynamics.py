@@ -1,4 +1,4 @@
-"""Rigid-body dynamics of a serial `Chain`: tau = M(q) qdd + C(q, qd) qd + g(q).
+"""Rigid-body dynamics of a `Chain`, a path or a tree: tau = M(q) qdd + C(q, qd) qd + g(q).
 
 All functions take the chain and arrays of shape (n,) in joint order (`chain.joint_names`):
 q in rad or m, qd in rad/s or m/s, qdd in rad/s^2 or m/s^2, tau in N m or N.
@@ -17,7 +17,8 @@ _ZERO3 = np.zeros(3)
 
 
 def model_arrays(chain):
-    return chain.R0, chain.p0, chain.axis, chain.jtype, chain.mass, chain.h, chain.inertia_origin
+    return (chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent, chain.mass, chain.h,
+            chain.inertia_origin)
 
 
 def _vector(chain, x, name):

@@ -1,9 +1,10 @@
-"""Print the chain dyn_control builds from a URDF, and what is wrong with the URDF.
+"""Print the chain or tree dyn_control builds from a URDF, and what is wrong with the URDF.
 
-    python -m dyn_control.inspect ARM.urdf [--root LINK] [--tip LINK] [--joints J1,J2,...]
+    python -m dyn_control.inspect ARM.urdf [--root LINK] [--tip LINK[,LINK...]] [--joints J1,J2,...]
 
-The table shows, per controlled joint: type, unit axis (joint frame), the mass lumped into its
-body with the links that went into it, the body's centre of mass (body frame) and the limits.
+The table shows, per controlled joint in body order: its parent joint (the tree's shape), type,
+unit axis (joint frame), the mass lumped into its body with the links that went into it, the
+body's centre of mass (body frame) and the limits.
 Invalid inertia is listed as findings instead of stopping the load. Exit code 1 and one line on
 stderr when no chain can be built.
 """
@@ -25,16 +26,17 @@ def _num(x):
 def format_chain(chain, dt=DEFAULT_DT) -> str:
     """The chain as a text table, followed by the validity findings and the joints whose
     damping is stiff at the simulation step dt (s)."""
-    head = ("joint", "type", "axis", "mass kg", "COM m (body frame)", "lower", "upper",
+    head = ("joint", "parent", "type", "axis", "mass kg", "COM m (body frame)", "lower", "upper",
             "effort", "velocity")
     rows = []
-    for j, m, c in zip(chain.joints, chain.mass, chain.com):
-        rows.append((j.name, j.type, " ".join(f"{a:+.3f}" for a in j.axis), f"{m:.4g}",
+    for j, m, c, up in zip(chain.joints, chain.mass, chain.com, chain.parent):
+        rows.append((j.name, chain.joints[up].name if up >= 0 else "(base)", j.type, " ".join(f"{a:+.3f}" for a in j.axis), f"{m:.4g}",
                      " ".join(f"{v:+.4f}" for v in c), _num(j.lower), _num(j.upper),
                      _num(j.effort), _num(j.velocity)))
     widths = [max(len(str(r[k])) for r in [head, *rows]) for k in range(len(head))]
     line = lambda r: "  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
-    out = [f"chain: {chain.root_link} -> {chain.tip_link}, {chain.n} joints, "
+    shape = "chain" if len(chain.tip_links) == 1 else "tree"
+    out = [f"{shape}: {chain.root_link} -> {', '.join(chain.tip_links)}, {chain.n} joints, "
            f"total mass {chain.mass.sum():.4g} kg, gravity (base frame) "
            f"{np.round(chain.gravity, 4).tolist()} m/s^2", "", line(head),
            line(["-" * w for w in widths])]
@@ -62,16 +64,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dyn_control.inspect", description=__doc__.split("\n")[0])
     parser.add_argument("urdf", help="URDF or .xacro file")
     parser.add_argument("--root", help="root link of the chain (default: URDF root)")
-    parser.add_argument("--tip", help="tip link (default: end of the longest movable path)")
+    parser.add_argument("--tip", help="tip link, or comma-separated tips of a tree (default: end "
+                        "of the longest movable path, or with --joints the ends of theirs)")
     parser.add_argument("--joints", help="comma-separated controlled joints")
     parser.add_argument("--dt", type=float, default=DEFAULT_DT,
                         help=f"simulation step for the stiffness finding, s (default {DEFAULT_DT})")
     args = parser.parse_args(argv)
     joints = args.joints.split(",") if args.joints else None
+    tips = args.tip.split(",") if args.tip else None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the findings are printed in the table
-            chain = load_chain(args.urdf, root_link=args.root, tip_link=args.tip, joints=joints,
+            chain = load_chain(args.urdf, root_link=args.root, tip_links=tips, joints=joints,
                                strict=False)
     except URDFError as err:
         print(f"error: {err}", file=sys.stderr)

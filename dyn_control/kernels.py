@@ -3,7 +3,9 @@
 Every function here works on the chain's arrays (see `model.Chain`) and plain float64 arrays.
 Inside the kernels a 3-vector is a tuple (x, y, z): numba keeps tuples in registers, so a
 Newton-Euler pass allocates nothing but its outputs. Frames: everything of body i is expressed in
-body i's frame; (R[i], p[i]) is the pose of body i in body i-1's frame at the current q.
+body i's frame; (R[i], p[i]) is the pose of body i in its parent's frame (body parent[i], the
+base for -1) at the current q. Bodies are in topological order, parent[i] < i: a path has
+parent[i] = i - 1, a tree branches, and the passes are the same code.
 Wrenches are ordered [force (3); moment (3)], the moment taken about the body frame origin.
 """
 
@@ -79,7 +81,7 @@ def _mul_t(R, i, v):
 
 @jit
 def joint_poses(R0, p0, axis, jtype, q, R, p):
-    """Fill R (n, 3, 3) and p (n, 3) with body i's pose in body i-1's frame at q (rad or m)."""
+    """Fill R (n, 3, 3) and p (n, 3) with body i's pose in its parent's frame at q (rad or m)."""
     for i in range(q.shape[0]):
         ax, ay, az = axis[i, 0], axis[i, 1], axis[i, 2]
         if jtype[i] == PRISMATIC:
@@ -101,20 +103,26 @@ def joint_poses(R0, p0, axis, jtype, q, R, p):
 
 
 @jit
-def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, work):
-    """One recursive Newton-Euler pass; writes tau (n,) N m or N.
+def rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, work):
+    """One recursive Newton-Euler pass over the bodies' parent index; writes tau (n,) N m or N.
 
-    work: (3, n, 3) scratch for the bodies' w, dw, dv between the two passes, allocated once
-    by the caller (an allocation per pass cost as much as the pass itself in a batch).
+    parent: (n,) body i's parent body (< i), -1 for the base: a chain is i - 1, a tree
+    branches. work: (5, n, 3) scratch for the bodies' w, dw, dv (forward pass) and the wrench
+    [force, moment] their children pass down (backward pass), allocated once by the caller (an
+    allocation per pass cost as much as the pass itself in a batch).
     a0: (3,) linear acceleration of the base (minus gravity), base frame.
-    f_tip: (6,) wrench [force; moment about the tip frame origin] that the tip exerts on the
-    environment, tip frame. Bodies: mass (n,), h = mass * com (n, 3), inertia_o (n, 3, 3) about
-    the body frame origin.
+    f_tip: (6,) wrench [force; moment about the frame origin] that the last body (n - 1, the
+    tip) exerts on the environment, in its frame. Bodies: mass (n,), h = mass * com (n, 3),
+    inertia_o (n, 3, 3) about the body frame origin.
     """
     n = qd.shape[0]
-    w_all, dw_all, dv_all = work[0], work[1], work[2]
-    w, dw, dv = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (a0[0], a0[1], a0[2])
-    for i in range(n):  # forward: velocities and accelerations, base to tip
+    w_all, dw_all, dv_all, f_all, m_all = work[0], work[1], work[2], work[3], work[4]
+    for i in range(n):  # forward: velocities and accelerations, parents first
+        j = parent[i]
+        if j < 0:
+            w, dw, dv = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (a0[0], a0[1], a0[2])
+        else:
+            w, dw, dv = _vec(w_all, j), _vec(dw_all, j), _vec(dv_all, j)
         a = _vec(axis, i)
         pi = _vec(p, i)
         dv = _mul_t(R, i, _add(_add(dv, _cross(dw, pi)), _cross(w, _cross(w, pi))))
@@ -128,31 +136,36 @@ def rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, work):
             w = _add(w, wj)
         for k in range(3):
             w_all[i, k], dw_all[i, k], dv_all[i, k] = w[k], dw[k], dv[k]
-    f = (f_tip[0], f_tip[1], f_tip[2])
-    m = (f_tip[3], f_tip[4], f_tip[5])
-    for i in range(n - 1, -1, -1):  # backward: wrenches, tip to base
+            f_all[i, k], m_all[i, k] = 0.0, 0.0
+    for k in range(3):
+        f_all[n - 1, k], m_all[n - 1, k] = f_tip[k], f_tip[3 + k]
+    for i in range(n - 1, -1, -1):  # backward: wrenches, children first
         w, dw, dv, hi = _vec(w_all, i), _vec(dw_all, i), _vec(dv_all, i), _vec(h, i)
         iw = _mul(inertia_o, i, w)
         idw = _mul(inertia_o, i, dw)
         # body wrench about its frame origin: f = m dv + dw x h + w x (w x h),
-        # n = I_o dw + w x I_o w + h x dv
-        f = _add(f, _add(_scale(dv, mass[i]), _add(_cross(dw, hi), _cross(w, _cross(w, hi)))))
-        m = _add(m, _add(idw, _add(_cross(w, iw), _cross(hi, dv))))
+        # n = I_o dw + w x I_o w + h x dv, plus what the children pass down
+        f = _add(_vec(f_all, i), _add(_scale(dv, mass[i]), _add(_cross(dw, hi), _cross(w, _cross(w, hi)))))
+        m = _add(_vec(m_all, i), _add(idw, _add(_cross(w, iw), _cross(hi, dv))))
         a = _vec(axis, i)
         tau[i] = _dot(a, f) if jtype[i] == PRISMATIC else _dot(a, m)
-        # carry the wrench to the parent's frame origin
-        pi = _vec(p, i)
-        f = _mul(R, i, f)
-        m = _add(_mul(R, i, m), _cross(pi, f))
+        j = parent[i]
+        if j >= 0:  # carry the wrench to the parent's frame origin
+            pi = _vec(p, i)
+            f = _mul(R, i, f)
+            m = _add(_mul(R, i, m), _cross(pi, f))
+            for k in range(3):
+                f_all[j, k] += f[k]
+                m_all[j, k] += m[k]
 
 
 @jit
-def inverse_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
+def inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     tau = np.empty(n)
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, np.empty((3, n, 3)))
+    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, np.empty((5, n, 3)))
     return tau
 
 
@@ -163,7 +176,7 @@ def row_blocks(N):
 
 
 @njit(cache=True, fastmath=False, nogil=True, parallel=True)
-def inverse_dynamics_rows(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a0, f_tip, blocks):
+def inverse_dynamics_rows(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd, a0, f_tip, blocks):
     """inverse_dynamics for each row of q, qd, qdd (N, n) -> tau (N, n), in one compiled loop.
 
     The rows are split in `blocks` blocks (row_blocks), run by numba's threads, each with its
@@ -173,35 +186,35 @@ def inverse_dynamics_rows(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, qdd, a
     tau = np.empty((N, n))
     size = (N + blocks - 1) // blocks
     for b in prange(blocks):
-        R, p, work = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((3, n, 3))
+        R, p, work = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((5, n, 3))
         for k in range(b * size, min(N, (b + 1) * size)):
             joint_poses(R0, p0, axis, jtype, q[k], R, p)
-            rnea(R, p, axis, jtype, mass, h, inertia_o, qd[k], qdd[k], a0, f_tip, tau[k], work)
+            rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd[k], qdd[k], a0, f_tip, tau[k], work)
     return tau
 
 
 @jit
-def _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M):
+def _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M):
     """Column j of M = ID(q, qd=0, qdd=e_j) with gravity and tip wrench off."""
     n = M.shape[0]
     zero_n, e = np.zeros(n), np.zeros(n)
     zero3, zero6 = np.zeros(3), np.zeros(6)
-    col, work = np.empty(n), np.empty((3, n, 3))
+    col, work = np.empty(n), np.empty((5, n, 3))
     for j in range(n):
         e[j] = 1.0
-        rnea(R, p, axis, jtype, mass, h, inertia_o, zero_n, e, zero3, zero6, col, work)
+        rnea(R, p, axis, jtype, parent, mass, h, inertia_o, zero_n, e, zero3, zero6, col, work)
         e[j] = 0.0
         for i in range(n):
             M[i, j] = col[i]
 
 
 @jit
-def mass_matrix(R0, p0, axis, jtype, mass, h, inertia_o, q):
+def mass_matrix(R0, p0, axis, jtype, parent, mass, h, inertia_o, q):
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     M = np.empty((n, n))
-    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     return M
 
 
@@ -252,35 +265,37 @@ def cholesky_solve(M, b):
 
 
 @jit
-def forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, a0, f_tip):
+def forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, a0, f_tip):
     """qdd = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve."""
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     bias = np.empty(n)
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias, np.empty((3, n, 3)))
+    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias, np.empty((5, n, 3)))
     M = np.empty((n, n))
-    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     return cholesky_solve(M, tau - bias)
 
 
 @jit
-def energies(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, g):
+def energies(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, g):
     """(kinetic J, potential J) from link velocities and world positions; g (3,) base frame.
 
     Kinetic: sum over bodies of 1/2 (m v.v + 2 v.(w x h) + w.I_o w), v the frame origin velocity.
     Potential: -sum m g.x_com, zero at the base frame origin.
     """
     n = q.shape[0]
-    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    R, p, Rw, pw = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
-    Rw = np.empty((2, 3, 3))  # Rw[0]: body frame in the base frame; Rw[1]: scratch
-    Rw[0] = np.eye(3)
-    pw = (0.0, 0.0, 0.0)
-    w, v = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    body_poses(R, p, parent, Rw, pw)
+    velocity = np.empty((2, n, 3))  # w, v of each body, in its frame
     kinetic, potential = 0.0, 0.0
     G = (g[0], g[1], g[2])
     for i in range(n):
+        j = parent[i]
+        w, v = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        if j >= 0:
+            w, v = _vec(velocity[0], j), _vec(velocity[1], j)
         a, pi = _vec(axis, i), _vec(p, i)
         v = _mul_t(R, i, _add(v, _cross(w, pi)))
         w = _mul_t(R, i, w)
@@ -288,30 +303,27 @@ def energies(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, g):
             v = _add(v, _scale(a, qd[i]))
         else:
             w = _add(w, _scale(a, qd[i]))
-        pw = _add(pw, _mul(Rw, 0, pi))
-        for r in range(3):
-            for c in range(3):
-                Rw[1, r, c] = Rw[0, r, 0] * R[i, 0, c] + Rw[0, r, 1] * R[i, 1, c] + Rw[0, r, 2] * R[i, 2, c]
-        Rw[0] = Rw[1]
+        for k in range(3):
+            velocity[0, i, k], velocity[1, i, k] = w[k], v[k]
         hi = _vec(h, i)
         kinetic += 0.5 * (mass[i] * _dot(v, v) + 2.0 * _dot(v, _cross(w, hi))
                           + _dot(w, _mul(inertia_o, i, w)))
-        potential -= _dot(G, _add(_scale(pw, mass[i]), _mul(Rw, 0, hi)))  # m * COM in base frame
+        potential -= _dot(G, _add(_scale(_vec(pw, i), mass[i]), _mul(Rw, i, hi)))  # m * COM, base frame
     return kinetic, potential
 
 
 @jit
-def mass_matrix_times_plus_bias(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, v, a0):
+def mass_matrix_times_plus_bias(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, v, a0):
     """M(q) v + ID(q, qd, 0) in one call: poses once, the n columns of M by ID with qdd = e_j,
     the bias by one more pass. The computed-torque law's whole model cost."""
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     M = np.empty((n, n))
-    _mass_matrix_at(R, p, axis, jtype, mass, h, inertia_o, M)
+    _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     tau = np.empty(n)
-    rnea(R, p, axis, jtype, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
-         np.empty((3, n, 3)))
+    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
+         np.empty((5, n, 3)))
     for i in range(n):
         for j in range(n):
             tau[i] += M[i, j] * v[j]
@@ -368,7 +380,7 @@ def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max):
 
 
 @jit
-def simulation_step(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, damping, friction,
+def simulation_step(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, damping, friction,
                     lower, upper, dt, a0, rk4):
     """One step of the arm under joint torques tau -> (q, qd) after dt.
 
@@ -384,21 +396,21 @@ def simulation_step(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, damping
     zero6 = np.zeros(6)
     if rk4:
         k1v = qd
-        k1a = forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, k1v, tau, a0, zero6)
+        k1a = forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, k1v, tau, a0, zero6)
         k2v = qd + 0.5 * dt * k1a
-        k2a = forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q + 0.5 * dt * k1v, k2v,
+        k2a = forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q + 0.5 * dt * k1v, k2v,
                                tau, a0, zero6)
         k3v = qd + 0.5 * dt * k2a
-        k3a = forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q + 0.5 * dt * k2v, k3v,
+        k3a = forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q + 0.5 * dt * k2v, k3v,
                                tau, a0, zero6)
         k4v = qd + dt * k3a
-        k4a = forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q + dt * k3v, k4v,
+        k4a = forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q + dt * k3v, k4v,
                                tau, a0, zero6)
         q_free = q + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
         v_free = qd + dt / 6.0 * (k1a + 2.0 * k2a + 2.0 * k3a + k4a)
         share = 0.5
     else:
-        v_free = qd + dt * forward_dynamics(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau,
+        v_free = qd + dt * forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau,
                                             a0, zero6)
         q_free = q + dt * v_free
         share = 1.0
@@ -409,7 +421,7 @@ def simulation_step(R0, p0, axis, jtype, mass, h, inertia_o, q, qd, tau, damping
             v_min[i] = 0.0
         if q_free[i] >= upper[i]:
             v_max[i] = 0.0
-    M = mass_matrix(R0, p0, axis, jtype, mass, h, inertia_o, q_free)
+    M = mass_matrix(R0, p0, axis, jtype, parent, mass, h, inertia_o, q_free)
     v = passive_velocity(M, v_free, damping, friction, dt, v_min, v_max)
     q_next = q_free + share * dt * (v - v_free)
     for i in range(n):

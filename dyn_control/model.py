@@ -1,15 +1,18 @@
-"""URDF -> serial joint chain with lumped rigid bodies.
+"""URDF -> the controlled joints, a path or a tree, with lumped rigid bodies.
 
-A `Chain` is what the dynamics needs and nothing more: for each controlled joint i (base to tip)
+A `Chain` is what the dynamics needs and nothing more: for each controlled joint i, in
+topological order (a joint's parent body comes before it),
 
-- the fixed pose of joint i's frame in body i-1's frame (`R0[i]`, `p0[i]`; body -1 is the base),
+- its parent body `parent[i]` (Featherstone's lambda(i): i - 1 on a path, -1 for the base),
+- the fixed pose of joint i's frame in the parent body's frame (`R0[i]`, `p0[i]`),
 - the joint type and unit axis in joint i's frame (which is body i's frame, the URDF child link),
 - body i's lumped inertia in its own frame: mass (kg), centre of mass (m), rotational inertia
   about the centre of mass (kg m^2).
 
-Body i is the child link of joint i plus every link that hangs off it without crossing joint
-i+1: fixed children, branches, grippers, sensors and everything past the tip, all taken rigidly
-at their joints' zero position (parallel-axis theorem). Gravity is stored in the base frame (the
+Body i is the child link of joint i plus every link that hangs off it without crossing another
+controlled joint: fixed children, branches that are not controlled, grippers, sensors and
+everything past the tips, all taken rigidly at their joints' zero position (parallel-axis
+theorem). Gravity is stored in the base frame (the
 root link's frame). No ROS import here: this module is plain numpy plus urdf_parser_py.
 """
 
@@ -72,14 +75,16 @@ def to_chain_order(values, order):
 
 @dataclass(frozen=True)
 class Chain:
-    """A serial chain of n joints with lumped bodies; arrays are float64, index i = joint i.
+    """n controlled joints, a path or a tree, with lumped bodies; arrays are float64, index i =
+    joint i, in topological order.
 
-    R0: (n, 3, 3), p0: (n, 3) m -- pose of joint i's frame in body i-1's frame at q_i = 0.
+    parent: (n,) int, body i's parent body (< i), -1 for the base; a path has i - 1.
+    R0: (n, 3, 3), p0: (n, 3) m -- pose of joint i's frame in its parent body's frame at q_i = 0.
     axis: (n, 3) unit vectors in joint i's frame; jtype: (n,) REVOLUTE or PRISMATIC.
     mass: (n,) kg; com: (n, 3) m and inertia: (n, 3, 3) kg m^2 about the COM, in body i's frame.
     gravity: (3,) m/s^2 in the base frame. base_rotation: (3, 3) base frame in the URDF root frame.
-    tip_rotation, tip_offset: pose of the tip link in body n-1's frame (fixed joints past the
-    last movable joint).
+    tip_links: the ends of the branches (one on a path); tip_link, the one that body n - 1 moves,
+    and tip_rotation, tip_offset its pose in body n - 1's frame (f_tip acts there).
     A chain is immutable once built: its fields cannot be reassigned and its arrays are
     read-only (derived arrays are computed once); `with_payload` or dataclasses.replace make a
     new one. To use another gravity, pass `gravity=` to the dynamics functions.
@@ -101,12 +106,15 @@ class Chain:
     tip_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m, in body n-1
     link_poses: tuple = ()  # per body, (link name, R (3, 3), p (3,)) of each URDF link in it
     findings: tuple = ()  # validity findings (warnings) for `inspect`
-    parent: np.ndarray = None  # (n,) body i's parent body, -1 for the base (a chain: i - 1)
+    parent: np.ndarray = None  # (n,) body i's parent body, -1 for the base (a path: i - 1)
+    tip_links: tuple = ()  # the ends of the branches; (tip_link,) on a path
 
     def __post_init__(self):
         lower, upper = self._limit("lower"), self._limit("upper")  # rad or m
         if self.parent is None:
             object.__setattr__(self, "parent", np.arange(self.n, dtype=np.int64) - 1)
+        if not self.tip_links:
+            object.__setattr__(self, "tip_links", (self.tip_link,))
         derived = dict(
             base_acceleration=-self.gravity,  # how gravity enters Newton-Euler
             # per-joint arrays (n,), built once: the control and simulation ticks read them
@@ -464,9 +472,34 @@ class _Tree:
         return ends[0]
 
 
-def _select(tree, root_link, tip_link, joints):
-    """-> (root, tip, path joints) of the chain, after checking names and consistency."""
-    for role, link in (("root_link", root_link), ("tip_link", tip_link)):
+def _common_ancestor(tree, links):
+    """The lowest link that every one of `links` is at or below."""
+    lines = []
+    for link in links:
+        line = [link]
+        while line[-1] in tree.parent_joint:
+            line.append(tree.parent_joint[line[-1]].parent)
+        lines.append(line[::-1])
+    common = lines[0]
+    for line in lines[1:]:
+        k = 0
+        while k < min(len(common), len(line)) and common[k] == line[k]:
+            k += 1
+        common = common[:k]
+    return common[-1]
+
+
+def _children(tree, link, first_tip):
+    """The model's joints below `link`, the last tip's first (a stack to pop)."""
+    return sorted((j for j in tree.child_joints[link] if j.name in first_tip),
+                  key=lambda j: -first_tip[j.name])
+
+
+def _select(tree, root_link, tip_links, joints):
+    """-> (root, tips, joints of the model in topological order, fixed ones included), after
+    checking names and consistency. The model is the union of the paths from root to each tip;
+    its branches come in the order of the tips."""
+    for role, link in [("root_link", root_link)] + [("tip_link", t) for t in tip_links]:
         if link is not None and link not in tree.links:
             raise URDFError(f"{role} '{link}' is not a link of the URDF")
     if joints is not None:
@@ -478,40 +511,45 @@ def _select(tree, root_link, tip_link, joints):
                 raise URDFError(f"joint '{name}' (in joints) is not a joint of the URDF")
             if tree.joints[name].type == "fixed":
                 raise URDFError(f"joint '{name}' (in joints) is fixed")
-        paths = {name: tree.path(tree.root, tree.joints[name].child) for name in joints}
-        ordered = sorted(joints, key=lambda name: len(paths[name]))
-        for upper, lower in zip(ordered, ordered[1:]):
-            if tree.joints[upper] not in paths[lower]:
-                raise URDFError(f"joints '{upper}' and '{lower}' (in joints) are not on one "
-                                "root-to-tip path")
-        root = root_link or tree.joints[ordered[0]].parent
-        tip = tip_link or tree.joints[ordered[-1]].child
+        root = root_link or _common_ancestor(tree, [tree.joints[j].parent for j in joints])
+        if not tip_links:  # the child links of the joints with no other one below them
+            above = {j.name for name in joints for j in tree.path(tree.root, tree.joints[name].child)[:-1]}
+            tip_links = list(dict.fromkeys(tree.joints[n].child for n in joints if n not in above))
     else:
         root = root_link or tree.root
-        tip = tip_link or tree.default_tip(root)
-    path = tree.path(root, tip)
-    on_path = {j.name for j in path}
+        tip_links = list(tip_links) or [tree.default_tip(root)]
+    paths = [tree.path(root, tip) for tip in tip_links]
+    first_tip = {}  # joint -> the first tip whose path it is on
+    for k, path in enumerate(paths):
+        for j in path:
+            first_tip.setdefault(j.name, k)
+    where = (f"the path from '{root}' to '{tip_links[0]}'" if len(tip_links) == 1 else
+             f"the paths from '{root}' to {', '.join(repr(t) for t in tip_links)}")
     if joints is not None:
         for name in joints:
-            if name not in on_path:
-                raise URDFError(
-                    f"joint '{name}' (in joints) is not on the path from '{root}' to '{tip}'")
-        for j in path:
-            if j.type != "fixed" and j.name not in joints:
-                raise URDFError(
-                    f"joint '{j.name}' ({j.type}) is on the path from '{root}' to '{tip}' "
-                    "but not in joints")
-    for j in path:
+            if name not in first_tip:
+                raise URDFError(f"joint '{name}' (in joints) is not on {where}")
+        for path in paths:
+            for j in path:
+                if j.type != "fixed" and j.name not in joints:
+                    raise URDFError(
+                        f"joint '{j.name}' ({j.type}) is on the path from '{root}' to "
+                        f"'{path[-1].child}' but not in joints")
+    order, todo = [], _children(tree, root, first_tip)  # depth first: parents before children
+    while todo:
+        order.append(todo.pop())
+        todo.extend(_children(tree, order[-1].child, first_tip))
+    for j in order:
         if j.type in ("floating", "planar"):
             raise URDFError(
                 f"joint '{j.name}' is {j.type}: only revolute, continuous, prismatic and fixed "
-                f"joints can be on the chain (set root_link below it)")
+                f"joints can be in the model (set root_link below it)")
         if j.type != "fixed" and j.mimic is not None:
             raise URDFError(f"joint '{j.name}' mimics joint '{j.mimic.joint}': mimic joints "
-                            "cannot be on the chain")
-    if not any(j.type != "fixed" for j in path):
-        raise URDFError(f"no movable joint between '{root}' and '{tip}'")
-    return root, tip, path
+                            "cannot be in the model")
+    if not any(j.type != "fixed" for j in order):
+        raise URDFError(f"no movable joint on {where}")
+    return root, tip_links, order
 
 
 def _joint_info(j):
@@ -544,8 +582,9 @@ def _joint_info(j):
 
 
 def _lump(tree, start, stop, problems):
-    """Rigidly lump the subtree of link `start` (not crossing joint `stop`) into one body in its
-    frame -> (mass, com, inertia about the com, ((link, R, p), ...) the links' poses in it)."""
+    """Rigidly lump the subtree of link `start` (not crossing the joints named in `stop`) into
+    one body in its frame -> (mass, com, inertia about the com, ((link, R, p), ...) the links'
+    poses in it)."""
     body, links = (0.0, np.zeros(3), np.zeros((3, 3))), []
     todo = [(start, np.eye(3), np.zeros(3))]
     while todo:
@@ -555,43 +594,53 @@ def _lump(tree, start, stop, problems):
         problems.extend(_check_inertia(f"link '{name}'", m, inertia))
         body = combine_bodies(body, (m, R @ c + p, R @ inertia @ R.T))
         for j in tree.child_joints[name]:
-            if j.name != stop:  # off-chain joints are taken at their zero position
+            if j.name not in stop:  # joints off the model are taken at their zero position
                 todo.append((j.child, *_compose((R, p), _finite_pose(j.origin, f"joint '{j.name}'"))))
     return (*body, tuple(links))
 
 
 def load_chain(source, root_link=None, tip_link=None, joints=None,
-               gravity=(0.0, 0.0, -9.81), strict=True) -> Chain:
+               gravity=(0.0, 0.0, -9.81), strict=True, tip_links=None) -> Chain:
     """Build a `Chain` from a URDF file path, a .xacro file or a URDF XML string.
 
-    root_link: base of the chain (default: the URDF root). tip_link: end of the chain (default:
-    end of the longest path of movable joints). joints: the controlled joints (ros2_control
-    style), which must be all the movable joints of one root-to-tip path; chain.joint_names
-    follows the path order. gravity: (3,) m/s^2 in the URDF root link's frame. strict=False turns
-    physically invalid inertia from an error into an InertiaWarning.
+    root_link: base of the model (default: the URDF root, or with joints the lowest link above
+    all of them). tip_link: end of a path (default: end of the longest path of movable joints);
+    tip_links: the ends of several branches, a tree. joints: the controlled joints (ros2_control
+    style): every movable joint on the paths from the root to the tips (default: the child
+    links of the joints that have none of the others below them). Bodies are in topological
+    order, branch after branch in the order of the tips, and chain.joint_names follows it.
+    gravity: (3,) m/s^2 in the URDF root link's frame. strict=False turns physically invalid
+    inertia from an error into an InertiaWarning.
     Raises URDFError naming the offending link or joint.
     """
+    if tip_link is not None and tip_links:
+        raise URDFError("set tip_link or tip_links, not both")
     tree = _Tree(_parse(_read_urdf_text(source)))
-    root, tip, path = _select(tree, root_link, tip_link, joints)
-    movable = [j for j in path if j.type != "fixed"]
+    tips = list(tip_links or ([] if tip_link is None else [tip_link]))
+    root, tips, order = _select(tree, root_link, tips, joints)
+    movable = [j for j in order if j.type != "fixed"]
 
-    infos, axes, R0, p0 = [], [], [], []
-    pose = (np.eye(3), np.zeros(3))  # fixed joints between body i-1 and joint i accumulate here
-    for j in path:
-        pose = _compose(pose, _finite_pose(j.origin, f"joint '{j.name}'"))
-        if j.type in _MOVABLE:
-            info, axis = _joint_info(j)
-            infos.append(info)
-            axes.append(axis)
-            R0.append(pose[0])
-            p0.append(pose[1])
-            pose = (np.eye(3), np.zeros(3))
-        elif j.type != "fixed":  # pragma: no cover - _select rejects these
-            raise URDFError(f"joint '{j.name}' has unsupported type {j.type}")
+    infos, axes, R0, p0, parent = [], [], [], [], []
+    body_of = {root: -1}  # link -> the body it is the frame of
+    for j in movable:
+        line, link = [j], j.parent  # the fixed joints from the parent body down to j, and j
+        while link not in body_of:
+            line.append(tree.parent_joint[link])
+            link = line[-1].parent
+        pose = (np.eye(3), np.zeros(3))
+        for fixed in line[::-1]:
+            pose = _compose(pose, _finite_pose(fixed.origin, f"joint '{fixed.name}'"))
+        info, axis = _joint_info(j)
+        infos.append(info)
+        axes.append(axis)
+        R0.append(pose[0])
+        p0.append(pose[1])
+        parent.append(body_of[link])
+        body_of[j.child] = len(infos) - 1
 
     problems, masses, coms, inertias, lumped = [], [], [], [], []
-    for k, j in enumerate(movable):
-        stop = movable[k + 1].name if k + 1 < len(movable) else None
+    stop = {j.name for j in movable}
+    for j in movable:
         m, c, inertia, links = _lump(tree, j.child, stop, problems)
         masses.append(m)
         coms.append(c)
@@ -603,8 +652,13 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
     for problem in problems:
         warnings.warn(problem, InertiaWarning, stacklevel=2)
 
+    # the tip of the last body: f_tip's frame (the last tip whose path runs through it)
+    last = movable[-1]
+    tip = [t for t in tips if last in tree.path(root, t)][-1]
+    _, tip_rotation, tip_offset = next(link for link in lumped[-1] if link[0] == tip)
+
     base_rotation = np.eye(3)
-    for j in tree.path(tree.root, root):  # joints above the chain are taken at zero position
+    for j in tree.path(tree.root, root):  # joints above the model are taken at zero position
         base_rotation = base_rotation @ _finite_pose(j.origin, f"joint '{j.name}'")[0]
     gravity = np.asarray(gravity, dtype=float).reshape(3)
     if not np.all(np.isfinite(gravity)):
@@ -616,5 +670,6 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         jtype=np.array([PRISMATIC if i.type == "prismatic" else REVOLUTE for i in infos], dtype=np.int64),
         mass=np.array(masses), com=np.array(coms), inertia=np.array(inertias),
         gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
-        tip_rotation=pose[0], tip_offset=pose[1],
-        link_poses=tuple(lumped), findings=tuple(problems))
+        tip_rotation=tip_rotation, tip_offset=tip_offset,
+        link_poses=tuple(lumped), findings=tuple(problems),
+        parent=np.array(parent, dtype=np.int64), tip_links=tuple(tips))

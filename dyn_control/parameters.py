@@ -123,7 +123,8 @@ MODEL = (
     Param("urdf_file", "", "URDF or .xacro path, used when `robot_description` is empty",
           run_time=False),
     Param("joints", [""], "controlled joints, in the order of the effort command (ros2_control "
-          "style)", run_time=False, readme_default="chain's joints"),
+          "style); joints on several branches (a torso and two arms) make a tree", run_time=False,
+          readme_default="chain's joints"),
     Param("root_link", "", "chain base (see `load_chain`)", run_time=False,
           readme_default="URDF root"),
     Param("tip_link", "", "chain end (see `load_chain`)", run_time=False,

@@ -56,7 +56,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     ticks_alone = 0
     try:
         nodes.append(processes.NodeProcess(
-            "computed_torque_controller", [processes.config("controller")], ctl_params,
+            "computed_torque_controller", [processes.config("controller"), *arm_configs], ctl_params,
             log_dir=log_dir, env=env))
         if controller_first:
             time.sleep(controller_first)
@@ -68,7 +68,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         for name, argv in helpers:
             nodes.append(processes.NodeProcess(name, log_dir=log_dir, env=env, argv=argv))
         nodes.append(processes.NodeProcess(
-            "trajectory_demo", [processes.config("demo")], demo_params, log_dir=log_dir, env=env))
+            "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params, log_dir=log_dir,
+            env=env))
         start = _wait_for_motion(recorder, nodes, timeout)
         deadline = time.monotonic() + duration * 3 + 30
         while _latest(recorder) < start + duration and time.monotonic() < deadline:
@@ -114,7 +115,7 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], common,
             log_dir=log_dir, env=env))
         nodes.append(processes.NodeProcess(
-            "computed_torque_controller", [processes.config("controller")],
+            "computed_torque_controller", [processes.config("controller"), *arm_configs],
             {**common, "use_sim_time": True, "mode": "cartesian_impedance",
              **(controller_params or {})}, log_dir=log_dir, env=env))
         deadline = time.monotonic() + timeout
@@ -328,9 +329,10 @@ def main(argv=None):
     rms, worst = tracking_figures(result)
     print(f"\ntracking over {result['t'][-1]:.1f} s of trajectory "
           f"({len(result['t'])} controller ticks):")
-    print(f"  {'joint':10} {'RMS error (rad)':>16} {'max error (rad)':>16}")
+    width = max(10, *map(len, result["joint_names"]))
+    print(f"  {'joint':{width}} {'RMS error (rad)':>16} {'max error (rad)':>16}")
     for name, r, w in zip(result["joint_names"], rms, worst):
-        print(f"  {name:10} {r:16.2e} {w:16.2e}")
+        print(f"  {name:{width}} {r:16.2e} {w:16.2e}")
     print("\ncontroller " + status_line(result["diagnostics"], "computed_torque_controller",
                                          CONTROLLER_LINE))
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))

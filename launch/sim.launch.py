@@ -1,6 +1,6 @@
 """The simulated arm: dynamics_simulator + computed_torque_controller (+ trajectory_demo).
 
-    ros2 launch dyn_control sim.launch.py [arm:=default_arm|two_link] [urdf_file:=PATH]
+    ros2 launch dyn_control sim.launch.py [arm:=default_arm|two_link|dual_arm] [urdf_file:=PATH]
         [use_sim_time:=true] [controller_params:=YAML] [demo:=true]
 
 The URDF (or xacro) reaches every node as the robot_description parameter. Parameter defaults
@@ -19,7 +19,8 @@ def _nodes(context):
     arm = LaunchConfiguration("arm").perform(context)
     urdf_file = LaunchConfiguration("urdf_file").perform(context)
     description = robot_description(urdf_file or share("urdf", f"{arm}.urdf"))
-    # the shipped arm's own settings (its start pose); not for a URDF of your own
+    # the shipped arm's own settings (its start pose; a tree's joints, for every node); not for a
+    # URDF of your own
     arm_params = [path for path in [share("config", f"{arm}.yaml")]
                   if os.path.isfile(path) and not urdf_file]
     sim_time = is_true(LaunchConfiguration("use_sim_time").perform(context))
@@ -33,12 +34,12 @@ def _nodes(context):
                          {"publish_clock": sim_time}]),
         Node(package=PACKAGE, executable="computed_torque_controller",
              name="computed_torque_controller", output="screen",
-             parameters=[controller_params, model, {"use_sim_time": sim_time}]),
+             parameters=[controller_params, *arm_params, model, {"use_sim_time": sim_time}]),
     ]
     if is_true(LaunchConfiguration("demo").perform(context)):
         nodes.append(Node(package=PACKAGE, executable="trajectory_demo", name="trajectory_demo",
                           output="screen",
-                          parameters=[share("config", "demo.yaml"), model,
+                          parameters=[share("config", "demo.yaml"), *arm_params, model,
                                       {"use_sim_time": sim_time}]))
     return nodes
 
@@ -46,7 +47,8 @@ def _nodes(context):
 def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="default_arm",
-                              description="an arm in share/dyn_control/urdf (default_arm, two_link)"),
+                              description="an arm in share/dyn_control/urdf (default_arm, two_link, "
+                                          "dual_arm)"),
         DeclareLaunchArgument("urdf_file", default_value="",
                               description="URDF or xacro of your own arm (overrides arm)"),
         DeclareLaunchArgument("use_sim_time", default_value="true",

@@ -108,3 +108,46 @@ def random_chain_urdf(n, seed=0, prismatic_every=4, extras=True):
         parts.append(joint("tool_joint", "fixed", parent, "tool", xyz=(0, 0, 0.1), rpy=(0.3, 0, 0)))
         parts.append(link("tool", inertial(0.8, (0, 0.02, 0.05), random_inertia(rng, 0.8))))
     return robot(f"random_chain_{n}", *parts)
+
+
+def random_tree_urdf(seed=0, trunk=2, branches=(3, 4, 2)):
+    """A random tree: a trunk of `trunk` joints, then one branch per entry of `branches` (that
+    many joints each) off the trunk's last link, the first branch forking again half way. Every
+    link has a fixed child with its own inertia, every branch ends in a tool
+    (`tool<b>`, b = 1, 2, ...), and a revolute side joint hangs off the trunk. Tips: the tools."""
+    rng = np.random.default_rng(seed)
+    parts = [link("base_link")]
+
+    def body(name, parent, jname, jtype):
+        axis = rng.normal(size=3)
+        parts.append(joint(jname, jtype, parent, name, xyz=rng.uniform(-0.2, 0.2, 3),
+                           rpy=rng.uniform(-np.pi, np.pi, 3), axis=axis / np.linalg.norm(axis),
+                           limit=(-2.5, 2.5, 80.0, 3.0)))
+        mass = rng.uniform(0.5, 3.0)
+        parts.append(link(name, inertial(mass, rng.uniform(-0.1, 0.1, 3), random_inertia(rng, mass),
+                                         rng.uniform(-np.pi, np.pi, 3))))
+        parts.append(joint(f"{name}_cover_joint", "fixed", name, f"{name}_cover",
+                           xyz=rng.uniform(-0.1, 0.1, 3), rpy=rng.uniform(-1, 1, 3)))
+        parts.append(link(f"{name}_cover", inertial(0.2, rng.uniform(-0.05, 0.05, 3),
+                                                    random_inertia(rng, 0.2))))
+        return name
+
+    parent = "base_link"
+    for i in range(trunk):
+        parent = body(f"trunk{i + 1}", parent, f"trunk_joint{i + 1}",
+                      "prismatic" if i == 0 else "revolute")
+    parts.append(joint("side_joint", "revolute", parent, "side_link", axis=(0, 0, 1)))
+    parts.append(link("side_link", inertial(0.4, (0.05, 0, 0), random_inertia(rng, 0.4))))
+    tool, fork = 0, None
+    for b, count in enumerate(branches):
+        at = parent if fork is None or b != 1 else fork
+        for k in range(count):
+            at = body(f"b{b + 1}_link{k + 1}", at, f"b{b + 1}_joint{k + 1}",
+                      "continuous" if k % 3 == 2 else "revolute")
+            if b == 0 and k == count // 2 - 1:
+                fork = at  # the second branch starts here, inside the first
+        tool += 1
+        parts.append(joint(f"tool_joint{tool}", "fixed", at, f"tool{tool}",
+                           xyz=(0, 0, 0.1), rpy=(0.3, 0, 0)))
+        parts.append(link(f"tool{tool}", inertial(0.6, (0, 0.02, 0.05), random_inertia(rng, 0.6))))
+    return robot(f"random_tree_{seed}", *parts)

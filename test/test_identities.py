@@ -148,8 +148,8 @@ def test_plain_python_kernels_equal_compiled(arm):
     n = arm.n
     R, p, tau = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty(n)
     kernels.joint_poses.py_func(arm.R0, arm.p0, arm.axis, arm.jtype, q, R, p)
-    kernels.rnea.py_func(R, p, arm.axis, arm.jtype, arm.mass, arm.h, arm.inertia_origin,
-                         qd, qdd, a0, f, tau, np.empty((3, n, 3)))
+    kernels.rnea.py_func(R, p, arm.axis, arm.jtype, arm.parent, arm.mass, arm.h, arm.inertia_origin,
+                         qd, qdd, a0, f, tau, np.empty((5, n, 3)))
     _close(tau, compiled, 1e-13)
 
 

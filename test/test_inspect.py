@@ -19,10 +19,21 @@ def test_table_lists_joints_masses_and_limits():
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines() if line.startswith("joint")]
     assert [r[0] for r in rows[1:]] == ["joint1", "joint2"]
-    # joint, type, axis (3), mass, COM (3), lower, upper, effort, velocity
-    assert rows[1][1] == "revolute" and float(rows[1][5]) == 3.0 and float(rows[2][5]) == 2.0
-    assert rows[1][11:] == ["60", "6"] and rows[2][11:] == ["30", "6"]
-    assert "findings: none" in out.stdout
+    # joint, parent, type, axis (3), mass, COM (3), lower, upper, effort, velocity
+    assert rows[1][1:3] == ["(base)", "revolute"] and rows[2][1] == "joint1"
+    assert float(rows[1][6]) == 3.0 and float(rows[2][6]) == 2.0
+    assert rows[1][12:] == ["60", "6"] and rows[2][12:] == ["30", "6"]
+    assert "findings: none" in out.stdout and out.stdout.startswith("chain: ")
+
+
+def test_a_tree_shows_its_branches():
+    out = run(URDF_DIR / "dual_arm.urdf", "--joints", "torso_lift_joint,left_joint1,right_joint1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("tree: base_link -> left_link1, right_link1, 3 joints")
+    rows = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()
+            if line.split() and line.split()[0] in ("torso_lift_joint", "left_joint1", "right_joint1")}
+    assert rows == {"torso_lift_joint": "(base)", "left_joint1": "torso_lift_joint",
+                    "right_joint1": "torso_lift_joint"}
 
 
 def test_findings_are_listed_not_fatal(tmp_path):

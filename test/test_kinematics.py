@@ -44,23 +44,28 @@ def compare_with_pinocchio(path, chain, count=4):
         qp, vp = ref.q_of(model, q), ref.v_of(model, qd)
         pin.forwardKinematics(model, data, qp, vp, np.zeros(model.nv))
         pin.updateFramePlacements(model, data)
+        # our base frame is the root link's: Pinocchio's world quantities moved into it
+        base = data.oMf[model.getFrameId(chain.root_link, pin.BODY)].inverse()
+        turn = np.kron(np.eye(2), base.rotation)  # world axes -> base axes, both halves
+        into_base = {"world": base.toActionMatrix(), "local": np.eye(6),
+                     "local_world_aligned": turn}
         M = mass_matrix(chain, q)
         for link in links_to_check(chain):
             fid = model.getFrameId(link, pin.BODY)
             R, p = kinematics.frame_pose(chain, q, link)
-            _close(R, data.oMf[fid].rotation)
-            _close(p, data.oMf[fid].translation)
+            _close(R, (base * data.oMf[fid]).rotation)
+            _close(p, (base * data.oMf[fid]).translation)
             for name, frame in REFERENCES.items():
                 J = pin.computeFrameJacobian(model, data, qp, fid, frame)[:, ref.v_idx]
-                _close(kinematics.frame_jacobian(chain, q, link, name), J)
+                _close(kinematics.frame_jacobian(chain, q, link, name), into_base[name] @ J)
             pin.forwardKinematics(model, data, qp, vp, np.zeros(model.nv))
             for name in ("local", "local_world_aligned"):
                 a = pin.getFrameClassicalAcceleration(model, data, fid, REFERENCES[name])
                 _close(kinematics.frame_classical_acceleration(chain, q, qd, link, name),
-                       np.concatenate([a.linear, a.angular]))
+                       into_base[name] @ np.concatenate([a.linear, a.angular]))
             # Lambda from Pinocchio's M and J; 0 damping: the (pseudo-)inverse. Tolerance 1e-9,
             # or the float error of an inverse where A is worse conditioned than 1e5
-            J = pin.computeFrameJacobian(model, data, qp, fid, pin.LOCAL_WORLD_ALIGNED)[:, ref.v_idx]
+            J = turn @ pin.computeFrameJacobian(model, data, qp, fid, pin.LOCAL_WORLD_ALIGNED)[:, ref.v_idx]
             A = J @ np.linalg.solve(ref.crba(q), J.T)
             s = np.linalg.eigvalsh(A)
             kept = s[s > 1e-12 * s[-1]]

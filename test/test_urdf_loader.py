@@ -132,10 +132,13 @@ def test_selection_errors_name_the_joint_or_link(kwargs, named):
         load_chain(two_joint(fixed), **kwargs)
 
 
-def test_joint_not_on_one_path_is_named():
+def test_joints_on_two_branches_make_a_tree():
     branch = [joint("side", "revolute", "l1", "side_link", axis=(1, 0, 0)), link("side_link", BODY)]
-    with pytest.raises(URDFError, match="'j2' and 'side'.*not on one root-to-tip path"):
-        load_chain(two_joint(branch), joints=["j1", "j2", "side"])
+    tree = load_chain(two_joint(branch), joints=["j1", "j2", "side"])
+    assert tree.joint_names == ["j1", "j2", "side"] and tree.parent.tolist() == [-1, 0, 0]
+    assert tree.tip_links == ("l2", "side_link") and tree.tip_link == "side_link"
+    # the side link is a body of its own now, not lumped into l1
+    assert tree.lumped_links[0] == ("l1",) and tree.lumped_links[2] == ("side_link",)
 
 
 def test_movable_joint_left_out_of_joints_is_named():

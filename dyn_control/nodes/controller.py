@@ -102,7 +102,8 @@ class ComputedTorqueController(Node):
         self.create_timer(core.watchdog_period, lambda: self.on_watchdog(),  # (no TimerInfo)
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f"{chain.n} joints {self.names} from '{chain.root_link}' to '{chain.tip_link}', "
+            f"{chain.n} joints {self.names} from '{chain.root_link}' to "
+            f"{', '.join(repr(t) for t in chain.tip_links)}, "
             f"mode {core.settings['mode']}")
 
     def _apply(self, changes):
