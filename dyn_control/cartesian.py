@@ -39,8 +39,8 @@ import numpy as np
 from . import kernels
 from .control import gain_vector, saturate
 from .kernels import (_mass_matrix_at, cholesky_apply, cholesky_factor, compose_eigen,
-                      frame_bias_acceleration, frame_pass, jit, operational_space, rnea,
-                      rotation_log, symmetric_eigen)
+                      frame_bias_acceleration, frame_jacobian_at, frame_pass, frame_placement,
+                      jit, operational_space, rnea, rotation_log, symmetric_eigen)
 from .dynamics import mass_matrix
 from .kinematics import SINGULARITY_DAMPING, frame_jacobian
 
@@ -82,27 +82,28 @@ def _matmul(A, B):
 
 @jit
 def critical_damping(K, gain, V):
-    """D (6, 6) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
+    """D (m, m) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
     diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
     L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
     light mode (a wrist) gets the small damping its inertia takes at the control period,
     where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability."""
-    root, inv_root = np.empty(6), np.empty(6)
-    for i in range(6):
+    m = K.shape[0]
+    root, inv_root = np.empty(m), np.empty(m)
+    for i in range(m):
         root[i] = math.sqrt(max(gain[i], 0.0))
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
-    L, Linv = compose_eigen(V, root, np.empty((6, 6))), compose_eigen(V, inv_root, np.empty((6, 6)))
-    B = np.empty((6, 6))
-    for r in range(6):
-        for c in range(6):
+    L, Linv = compose_eigen(V, root, np.empty((m, m))), compose_eigen(V, inv_root, np.empty((m, m)))
+    B = np.empty((m, m))
+    for r in range(m):
+        for c in range(m):
             total = 0.0
-            for k in range(6):
+            for k in range(m):
                 total += Linv[r, k] * K[k] * Linv[k, c]
             B[r, c] = total
     t, U = symmetric_eigen(B)
-    for i in range(6):
+    for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
-    return _matmul(_matmul(L, compose_eigen(U, t, np.empty((6, 6)))), L)
+    return _matmul(_matmul(L, compose_eigen(U, t, np.empty((m, m)))), L)
 
 
 @jit
@@ -124,47 +125,59 @@ def pose_error(R, p, R_d, p_d, max_error):
 
 
 @jit
-def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off, K, D,
+def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, bodies, R_offs, p_offs, K, D,
          operational, max_error, Kn, Dn, wrap, damping_b, friction, deadband, period, damping,
          limits, q, qd, R_d, p_d, w, q_n):
-    """The law of the module docstring -> (tau (n,), e (6,)). D (6,) and Dn (n,): a negative
+    """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames stacked in one task
+    of m = 6 f rows: bodies (f,), R_offs (f, 3, 3), p_offs (f, 3) their links' poses in their
+    bodies; R_d (f, 3, 3), p_d (f, 3) their targets; w, K, D (m,). D and Dn (n,): a negative
     entry is unset (critical). operational: operational_space. damping_b, friction (n,): the
     joint damping and friction to compensate (zeros: none); period (s): the control period;
     damping: of Lambda's inverse."""
-    n = q.shape[0]
-    R, p, Rw, pw, Rf, pf, J = frame_pass(R0, p0, axis, jtype, parent, q, body, R_off, p_off,
-                                         kernels.LOCAL_WORLD_ALIGNED)
+    n, f = q.shape[0], bodies.shape[0]
+    m = 6 * f
+    R, p, Rw, pw, Rf, pf, J1 = frame_pass(R0, p0, axis, jtype, parent, q, bodies[0], R_offs[0],
+                                          p_offs[0], kernels.LOCAL_WORLD_ALIGNED)
     M = np.empty((n, n))
     _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     tau = np.empty(n)  # C qd + g to start with
     rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
          np.empty((5, n, 3)))
     L = cholesky_factor(M)
+    J, e, jdqd, one = np.empty((m, n)), np.empty(m), np.zeros(m), np.zeros(6)
+    for k in range(f):  # each frame's rows: Jacobian, pose error, Jdot qd
+        if k > 0:
+            frame_placement(Rw, pw, bodies[k], R_offs[k], p_offs[k], Rf, pf)
+            frame_jacobian_at(Rw, pw, axis, jtype, parent, bodies[k], Rf, pf,
+                              kernels.LOCAL_WORLD_ALIGNED, J1)
+        ek = pose_error(Rf, pf, R_d[k], p_d[k], max_error)
+        frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, bodies[k], pf, one)
+        for r in range(6):
+            e[6 * k + r], jdqd[6 * k + r] = ek[r], one[r]
+            for c in range(n):
+                J[6 * k + r, c] = J1[r, c]
     MinvJt, Lam, gain, V = operational_space(L, J, damping)
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
-    e = pose_error(Rf, pf, R_d, p_d, max_error)
-    jdqd = np.zeros(6)
-    frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, body, pf, jdqd)
     if not operational:  # Lambda Jdot qd, so that Lambda x'' + D x' = K e + (an outside wrench)
         jdqd = _matvec(Lam, jdqd)
-    Dm = np.zeros((6, 6))
+    Dm = np.zeros((m, m))
     if D[0] >= 0:
-        for k in range(6):
+        for k in range(m):
             Dm[k, k] = D[k]
     elif operational:  # unit mass
-        for k in range(6):
+        for k in range(m):
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
         Dm = critical_damping(K, gain, V)
-    spring, F, xd = np.empty(6), np.empty(6), _matvec(J, qd)
+    spring, F, xd = np.empty(m), np.empty(m), _matvec(J, qd)
     damp = _matvec(Dm, xd)
-    for k in range(6):
+    for k in range(m):
         spring[k], F[k] = K[k] * e[k], K[k] * e[k] - damp[k] - jdqd[k]
     if operational:  # F <- Lambda F, and the spring part likewise (for friction's pull)
         F, spring = _matvec(Lam, F), _matvec(Lam, spring)
-    for k in range(6):
+    for k in range(m):
         F[k] += w[k]
     # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
     inertia = np.empty(n)
@@ -188,7 +201,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
     command, pull = np.empty(n), np.empty(n)
     for i in range(n):
         command[i], pull[i] = tau_n[i], pull_n[i]
-        for k in range(6):
+        for k in range(m):
             command[i] += J[k, i] * (F[k] - z[k])
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
@@ -199,7 +212,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
         tau[i] += command[i]
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
             stiffness = Kn[i]
-            for k in range(6):
+            for k in range(m):
                 stiffness += J[k, i] * J[k, i] * K[k] * (Lam[k, k] if operational else 1.0)
             band = stiffness * deadband
             tau[i] += friction[i] * (min(max(pull[i] / band, -1.0), 1.0) if band > 0 else 0.0)
@@ -207,15 +220,18 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, body, R_off, p_off
 
 
 class CartesianLaw:
-    """The law of the module docstring for one chain and one frame, with its parameters.
+    """The law of the module docstring for one chain and one or several frames, with its
+    parameters.
 
-    ee_link: the frame's link (default: the tip link). stiffness (6,): K, N/m then N m/rad;
-    damping (6,) or None (critical); nullspace_stiffness and nullspace_damping: a scalar or
-    one per joint (chain order), damping None critical; operational_space: inertia shaping;
-    max_pose_error: (m, rad) clip of the error's two norms (0: none); limits (n,): effort
-    saturation; friction_compensation with friction_deadband (rad). ValueError names a bad
-    value. Calling it with the state (q, qd), the target (R_d, p_d), the feed-forward wrench w
-    (6,) and the posture q_n (n,) returns (tau, e).
+    ee_link: the frame's link (default: the tip link), or a list of links: one task per link,
+    stacked in one Jacobian with one nullspace (two hands of a tree, say). stiffness: K, 6
+    values (N/m then N m/rad) for every frame, or 6 per frame; damping likewise, or None
+    (critical); nullspace_stiffness and nullspace_damping: a scalar or one per joint (chain
+    order), damping None critical; operational_space: inertia shaping; max_pose_error: (m, rad)
+    clip of each frame's error norms (0: none); limits (n,): effort saturation;
+    friction_compensation with friction_deadband (rad). ValueError names a bad value. Calling
+    it with the state (q, qd), the targets (R_d (3, 3) and p_d (3,), or (f, 3, 3) and (f, 3)),
+    the feed-forward wrenches w (6 f,) and the posture q_n (n,) returns (tau, e (6 f,)).
     """
 
     def __init__(self, chain, ee_link=None, stiffness=DEFAULT_STIFFNESS, damping=None,
@@ -224,10 +240,13 @@ class CartesianLaw:
                  friction_compensation=False, friction_deadband=1e-4, period=1e-3,
                  singularity_damping=SINGULARITY_DAMPING):
         n = chain.n
-        self.chain, self.ee_link = chain, ee_link or chain.tip_link
-        self.frame = chain.frame(self.ee_link, "ee_link")
-        self.K = gain_vector(stiffness, 6, "cartesian_stiffness")
-        self.D = np.full(6, -1.0) if damping is None else gain_vector(damping, 6, "cartesian_damping")
+        links = [ee_link or chain.tip_link] if ee_link is None or isinstance(ee_link, str) else list(ee_link)
+        self.chain, self.ee_links = chain, tuple(links)
+        self.ee_link = links[0]
+        frames = [chain.frame(link, "ee_link") for link in links]
+        f = len(frames)
+        self.K = per_frame(stiffness, f, "cartesian_stiffness")
+        self.D = np.full(6 * f, -1.0) if damping is None else per_frame(damping, f, "cartesian_damping")
         self.Kn = gain_vector(nullspace_stiffness, n, "nullspace_stiffness")
         self.Dn = (np.full(n, -1.0) if nullspace_damping is None
                    else gain_vector(nullspace_damping, n, "nullspace_damping"))
@@ -239,15 +258,23 @@ class CartesianLaw:
         # keeps a light, stiffly damped wrist (Tiago: 4e-6 kg m^2, 1 N m s/rad) stable at 1 kHz
         self.damping = chain.damping.copy() if compensated and operational_space else np.zeros(n)
         self.friction = chain.friction.copy() if compensated else np.zeros(n)
-        body, R_off, p_off = self.frame
+        bodies = np.array([body for body, _, _ in frames], dtype=np.int64)
+        R_offs = np.array([R for _, R, _ in frames]).reshape(f, 3, 3)
+        p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
         self._args = (chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent, chain.mass,
-                      chain.h, chain.inertia_origin, chain.base_acceleration, body, R_off, p_off,
+                      chain.h, chain.inertia_origin, chain.base_acceleration, bodies, R_offs, p_offs,
                       self.K, self.D, bool(operational_space), self.max_error, self.Kn, self.Dn,
                       chain.continuous, self.damping, self.friction, float(friction_deadband),
                       float(period), float(singularity_damping), self.limits)
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
-        return _law(*self._args, q, qd, R_d, p_d, w, q_n)
+        f = len(self.ee_links)
+        return _law(*self._args, q, qd, np.reshape(R_d, (f, 3, 3)), np.reshape(p_d, (f, 3)),
+                    np.reshape(w, 6 * f), q_n)
+
+    def jacobian(self, q):
+        """(6 f, n): the frames' Jacobians, stacked, in base axes at their origins."""
+        return np.vstack([frame_jacobian(self.chain, q, link) for link in self.ee_links])
 
     def fastest_mode(self, q):
         """rad/s: the highest natural frequency of the undamped task at q, the square root of
@@ -257,7 +284,18 @@ class CartesianLaw:
         oscillate on a light arm."""
         if self._args[14]:
             return float(np.sqrt(self.K.max()))
-        J = frame_jacobian(self.chain, q, self.ee_link)
+        J = self.jacobian(q)
         A = J @ np.linalg.solve(mass_matrix(self.chain, q), J.T)
         root = np.sqrt(self.K)
         return float(np.sqrt(max(np.linalg.eigvalsh(root[:, None] * A * root).max(), 0.0)))
+
+
+def per_frame(values, frames, name):
+    """6 gains for every frame, or 6 per frame -> (6 frames,); ValueError names `name`."""
+    flat = np.ravel(np.asarray(values, dtype=float))
+    if frames > 1 and flat.size == 6 * frames:
+        return gain_vector(flat, 6 * frames, name)
+    if frames > 1 and flat.size not in (1, 6):
+        raise ValueError(f"{name} must be a scalar, 6 values or 6 per ee_link ({6 * frames}), "
+                         f"got {flat.tolist()}")
+    return np.tile(gain_vector(values, 6, name), frames)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import goals, kinematics
-from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
+from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw, per_frame
 from .control import (MODES, ControlLaw, all_finite, at_limit, critical_damping, effort_limits,
                       gain_vector, limit_rate, trajectory_violation)
 from .model import to_chain_order
@@ -69,8 +69,11 @@ def controller_settings(chain, value, order=None):
 
     kp = per_joint("kp")
     override = value("effort_limits")
-    ee_link = value("ee_link") or chain.tip_link
-    chain.frame(ee_link, "ee_link")  # ValueError naming it
+    ee_links = tuple(link for link in value("ee_links") if link) or (value("ee_link") or chain.tip_link,)
+    for link in ee_links:
+        chain.frame(link, "ee_link")  # ValueError naming it
+    frames = len(ee_links)
+    damping = value("cartesian_damping")
     return dict(
         mode=value("mode"), kp=kp,
         kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
@@ -89,9 +92,9 @@ def controller_settings(chain, value, order=None):
             constraint("trajectory"), constraint("goal"),
             value("constraints.stopped_velocity_tolerance"), value("constraints.goal_time")),
         cartesian=dict(
-            ee_link=ee_link, stiffness=gain_vector(value("cartesian_stiffness"), 6,
-                                                  "cartesian_stiffness"),
-            damping=optional("cartesian_damping", 6),
+            ee_link=ee_links,
+            stiffness=per_frame(value("cartesian_stiffness"), frames, "cartesian_stiffness"),
+            damping=None if unset(damping) else per_frame(damping, frames, "cartesian_damping"),
             nullspace_stiffness=per_joint("nullspace_stiffness"),
             nullspace_damping=optional("nullspace_damping"),
             operational_space=bool(value("operational_space")),
@@ -133,27 +136,33 @@ class Goal:
 
 
 class Task:
-    """What cartesian_impedance reads: the target pose (R (3, 3), p (3,) m, base frame), the
-    filtered target the law tracks, the feed-forward wrench w (6,) and the posture q_n (n,),
-    and the last pose error (6,)."""
+    """What cartesian_impedance reads, per ee_link k: the target pose targets[k] (R (3, 3), p
+    (3,) m, base frame) and the filtered target the law tracks; the feed-forward wrenches w
+    (6 f,) and the posture q_n (n,); and the last pose error (6 f,)."""
 
-    def __init__(self, R, p, posture):
-        self.target = self.filtered = (R, p)
-        self.wrench = np.zeros(6)
+    def __init__(self, poses, posture):
+        self.targets, self.filtered = list(poses), list(poses)
+        self.wrench = np.zeros(6 * len(poses))
         self.posture = posture
-        self.error = np.zeros(6)
+        self.error = np.zeros(6 * len(poses))
+
+    @property
+    def target(self):
+        """The first (or only) ee_link's target pose."""
+        return self.targets[0]
 
     def step(self, dt, time_constant):
-        """The filtered target after dt s: first order toward the target with time_constant
-        (s; 0: the target itself), position and rotation (along the geodesic) alike."""
-        if time_constant <= 0:
-            self.filtered = self.target
-        else:
-            share = dt / (time_constant + dt)
-            (R_f, p_f), (R_t, p_t) = self.filtered, self.target
-            self.filtered = (R_f @ kinematics.rotation_exp(share * kinematics.rotation_log(R_f.T @ R_t)),
-                             p_f + share * (p_t - p_f))
-        return self.filtered
+        """The filtered targets after dt s, (R (f, 3, 3), p (f, 3)): first order toward each
+        target with time_constant (s; 0: the target itself), position and rotation (along the
+        geodesic) alike."""
+        for k, ((R_f, p_f), (R_t, p_t)) in enumerate(zip(self.filtered, self.targets)):
+            if time_constant <= 0:
+                self.filtered[k] = (R_t, p_t)
+            else:
+                share = dt / (time_constant + dt)
+                self.filtered[k] = (R_f @ kinematics.rotation_exp(share * kinematics.rotation_log(R_f.T @ R_t)),
+                                    p_f + share * (p_t - p_f))
+        return (np.array([R for R, _ in self.filtered]), np.array([p for _, p in self.filtered]))
 
 
 class ControllerCore:
@@ -339,9 +348,9 @@ class ControllerCore:
         """Take the current pose as the target and the posture (or nullspace_posture) as q_n;
         warn when the stiffness is beyond what the control period can hold on this arm."""
         s = self.settings
-        R, p = kinematics.frame_pose(self.model, q, s["cartesian"]["ee_link"])
+        poses = [kinematics.frame_pose(self.model, q, link) for link in s["cartesian"]["ee_link"]]
         posture = s["nullspace_posture"]
-        self.task = Task(R, p, np.array(q if posture is None else posture, dtype=float))
+        self.task = Task(poses, np.array(q if posture is None else posture, dtype=float))
         fastest = self.cartesian.fastest_mode(q)
         if fastest * s["control_period"] > 1.0:
             self._say("warning", f"cartesian_stiffness: the stiffest mode of the arm at this pose "
@@ -361,13 +370,18 @@ class ControllerCore:
             self._enter_task(self.state[1])
         return self.task
 
-    def set_target_pose(self, R, p):
-        """The target pose of ee_link: R (3, 3), p (3,) m in the base frame."""
-        self._task("target_pose").target = (np.array(R, dtype=float), np.array(p, dtype=float))
+    def set_target_pose(self, R, p, frame=0):
+        """The target pose of ee_link number `frame`: R (3, 3), p (3,) m in the base frame."""
+        self._task("target_pose").targets[frame] = (np.array(R, dtype=float),
+                                                   np.array(p, dtype=float))
 
-    def set_target_wrench(self, wrench):
-        """The feed-forward wrench (6,) [force N; moment N m], base axes."""
-        self._task("target_wrench").wrench = np.array(wrench, dtype=float)
+    def set_target_wrench(self, wrench, frame=0):
+        """The feed-forward wrench (6,) [force N; moment N m], base axes, on ee_link number
+        `frame`."""
+        task = self._task("target_wrench")
+        w = task.wrench.copy()
+        w[6 * frame:6 * frame + 6] = wrench
+        task.wrench = w
 
     def set_target_joint(self, index, positions):
         """Posture positions (rad or m) for the chain joints `index`; the others keep theirs."""
@@ -498,12 +512,18 @@ class ControllerCore:
             "saturated_ticks": self.saturated, "stale_state_events": self.stale_events}
         if self.task is not None and self.state is not None:
             q = self.state[1]
-            J = kinematics.frame_jacobian(self.model, q, self.settings["cartesian"]["ee_link"])
+            links = self.settings["cartesian"]["ee_link"]
+            e = self.task.error.reshape(len(links), 6)
+            J = self.cartesian.jacobian(q)
+            # the worst frame's errors; with several ee_links each frame's, by name
             values.update({
-                "pose_error_m": float(np.linalg.norm(self.task.error[:3])),
-                "pose_error_rad": float(np.linalg.norm(self.task.error[3:])),
+                "pose_error_m": float(np.linalg.norm(e[:, :3], axis=1).max()),
+                "pose_error_rad": float(np.linalg.norm(e[:, 3:], axis=1).max()),
                 "nullspace_error_rad": float(np.linalg.norm(self.task.posture - q)),
                 "manipulability": kinematics.manipulability(J)})
+            if len(links) > 1:
+                for link, ek in zip(links, e):
+                    values[f"{link}.pose_error_m"] = float(np.linalg.norm(ek[:3]))
         return ("WARN" if self.stale else "OK", mode, values)
 
     def compute_report(self):

@@ -175,8 +175,12 @@ GOALS = (
 CARTESIAN = (
     Param("ee_link", "", "the link whose pose the mode controls: any link the chain moves",
           readme_default='"" = tip link'),
+    Param("ee_links", [""], "several such links, one task each in one Jacobian with one "
+          "nullspace (both hands of a tree); their topics are `~/<link>/target_pose`, "
+          "`~/<link>/target_wrench` and `~/<link>/current_pose`; overrides `ee_link`",
+          run_time=False, readme_default="unset = `ee_link` alone"),
     Param("cartesian_stiffness", list(DEFAULT_STIFFNESS), "K: x, y, z in N/m, then rx, ry, rz "
-          "in N·m/rad (base axes)", dynamic=True),
+          "in N·m/rad (base axes); with `ee_links`, 6 for all or 6 per link", dynamic=True),
     Param("cartesian_damping", None, "D, 6 values as K; unset: critical, 2√K with "
           "`operational_space`, else for each mode of the arm's inertia Λ at the pose "
           "(2 Λ^½ (Λ^-½ K Λ^-½)^½ Λ^½)",

@@ -621,7 +621,7 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
     from geometry_msgs.msg import WrenchStamped
     from dyn_control import kinematics
     node, effort, *_ = make_controller(mode="cartesian_impedance")
-    poses = Captured(node.current_pose_pub)
+    poses = Captured(node.current_pose_pubs[0])
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))  # enters the mode: the target is here
         R, p = kinematics.frame_pose(node.core.chain, Q)
@@ -692,12 +692,14 @@ def test_simulator_pushes_and_drops_bad_ones():
         node.destroy_node()
 
 
-def test_a_cartesian_mode_with_an_unknown_ee_link_stops_the_node_with_one_line():
+@pytest.mark.parametrize("links, named", [({"ee_link": "gripper"}, "ee_link 'gripper'"),
+                                          ({"ee_links": ["link7", "gripper"]}, "ee_link 'gripper'")])
+def test_a_cartesian_mode_with_an_unknown_ee_link_stops_the_node_with_one_line(links, named):
     res = subprocess.run([executable("computed_torque_controller"), *ros_args(params={
-        "urdf_file": ARM, "mode": "cartesian_impedance", "ee_link": "gripper"})],
+        "urdf_file": ARM, "mode": "cartesian_impedance", **links})],
         capture_output=True, text=True, timeout=60, env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
-    assert res.returncode == 1 and len(lines) == 1 and "ee_link 'gripper'" in lines[0], res.stderr
+    assert res.returncode == 1 and len(lines) == 1 and named in lines[0], res.stderr
 
 
 # ------------------------------------------------------------------ ros2_control's topic-based hardware

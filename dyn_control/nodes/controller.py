@@ -58,11 +58,22 @@ class ComputedTorqueController(Node):
         self.create_subscription(JointState, "/joint_states", self.on_joint_state,
                                  reliability(self))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
-        # cartesian_impedance's targets (crisp_controllers' names); refused in the joint modes
-        self.create_subscription(PoseStamped, "~/target_pose", self.on_target_pose, 10)
-        self.create_subscription(WrenchStamped, "~/target_wrench", self.on_target_wrench, 10)
+        # cartesian_impedance's targets (crisp_controllers' names); refused in the joint modes.
+        # With several ee_links, each has its own under ~/<link>/; the posture is shared.
+        links = [link for link in self.get_parameter("ee_links").value if link]
+        self.current_pose_pubs = []
+        for k, prefix in enumerate([f"~/{link}/" for link in links] or ["~/"]):
+            try:
+                self.create_subscription(PoseStamped, prefix + "target_pose",
+                                         lambda msg, k=k: self.on_target_pose(msg, k), 10)
+                self.create_subscription(WrenchStamped, prefix + "target_wrench",
+                                         lambda msg, k=k: self.on_target_wrench(msg, k), 10)
+                self.current_pose_pubs.append(
+                    self.create_publisher(PoseStamped, prefix + "current_pose", 10))
+            except Exception as err:  # rclpy's InvalidTopicNameException
+                raise StartupError(f"parameter ee_links: '{links[k]}' makes no topic name "
+                                   f"({prefix}target_pose): {err}") from err
         self.create_subscription(JointState, "~/target_joint", self.on_target_joint, 10)
-        self.current_pose_pub = self.create_publisher(PoseStamped, "~/current_pose", 10)
         set_parameters_callback(self, CONTROLLER, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics())
 
@@ -133,13 +144,13 @@ class ComputedTorqueController(Node):
         if self.core is not None:
             self.offer(messages.trajectory_request(msg))
 
-    def on_target_pose(self, msg):
+    def on_target_pose(self, msg, frame=0):
         self._target("target_pose", lambda: self.core.set_target_pose(
-            *messages.read_pose(msg, self.core.chain.root_link)))
+            *messages.read_pose(msg, self.core.chain.root_link), frame))
 
-    def on_target_wrench(self, msg):
+    def on_target_wrench(self, msg, frame=0):
         self._target("target_wrench", lambda: self.core.set_target_wrench(
-            messages.read_wrench(msg, "target_wrench", self.core.chain.root_link)))
+            messages.read_wrench(msg, "target_wrench", self.core.chain.root_link), frame))
 
     def on_target_joint(self, msg):
         self._target("target_joint", lambda: self.core.set_target_joint(
@@ -184,9 +195,9 @@ class ComputedTorqueController(Node):
         self.state_time = command.t
         _, q, qd = self.core.state
         if command.task is not None:
-            R, p = kinematics.frame_pose(self.core.model, q,
-                                         self.core.settings["cartesian"]["ee_link"])
-            self.current_pose_pub.publish(self.pose_msg.fill(command.t, R, p))
+            for link, pub in zip(self.core.settings["cartesian"]["ee_link"], self.current_pose_pubs):
+                R, p = kinematics.frame_pose(self.core.model, q, link)
+                pub.publish(self.pose_msg.fill(command.t, R, p))
         elif command.desired is not None and self.state_msg is not None:
             self.controller_state_pub.publish(self.state_msg.fill(
                 command.t, command.desired, (q, qd), command.errors, command.tau))
