@@ -14,15 +14,16 @@ from . import kernels
 
 _ZERO6 = np.zeros(6)
 _ZERO3 = np.zeros(3)
+_F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
 
 
 def model_arrays(chain):
-    return (chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent, chain.mass, chain.h,
-            chain.inertia_origin)
+    """The chain's arrays in the kernels' order: R0, p0, axis, jtype, parent, mass, h, inertia_o."""
+    return chain.kernel_arrays
 
 
 def _vector(chain, x, name):
-    if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (chain.n,):
+    if type(x) is np.ndarray and x.dtype is _F64 and x.shape == chain.vector_shape:
         return x  # the common case in a control loop: no conversion, no copy
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (chain.n,):
@@ -50,15 +51,16 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
-    if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
+    if getattr(q, "ndim", None) != 1 and np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
         shape = (len(q), chain.n)
         return kernels.inverse_dynamics_rows(
             *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
             _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f,
             kernels.row_blocks(shape[0]))
     return kernels.inverse_dynamics(
-        *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
-        _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
+        *chain.kernel_arrays, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+        _vector(chain, qdd, "qdd"), chain.base_acceleration if gravity is None else
+        _base_acceleration(chain, gravity), f)
 
 
 def mass_matrix(chain, q):

@@ -131,6 +131,12 @@ class Chain:
         derived["position_min"], derived["position_max"] = position_bounds(lower, upper)
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+        # what every dynamics kernel takes, in its order (dynamics.model_arrays), built once:
+        # gathering eight attributes per call cost a tenth of a small arm's inverse dynamics
+        object.__setattr__(self, "vector_shape", (self.n,))  # of q, qd, tau: checked per call
+        object.__setattr__(self, "kernel_arrays", (
+            self.R0, self.p0, self.axis, self.jtype, self.parent, self.mass, self.h,
+            self.inertia_origin))
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
