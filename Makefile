@@ -1,5 +1,5 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
-#   make demo   closed-loop simulated arm (ARM=default_arm or ARM=two_link; MODE=cartesian)
+#   make demo   closed-loop simulated arm (ARM=default_arm, two_link or dual_arm; MODE=cartesian)
 #   make test   the whole test suite (what CI runs)
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay

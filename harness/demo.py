@@ -3,7 +3,9 @@
     python -m harness.demo [--arm default_arm|two_link|PATH] [--duration 10] [--mode MODE]
 
 With --mode cartesian_impedance (make demo MODE=cartesian) the controller holds the end
-effector's pose, cartesian_demo moves its target around a circle, and the simulator pushes it.
+effector's pose, cartesian_demo moves its target around a circle, and the simulator pushes it;
+on a tree whose parameters file names several ee_links (ARM=dual_arm), both hands are held
+while the torso lifts, and one is pushed (harness/bimanual.py).
 
 Starts dynamics_simulator, computed_torque_controller and trajectory_demo as separate processes
 with the parameters of config/*.yaml (on simulation time), records the loop for the length of
@@ -220,6 +222,9 @@ def plot_cartesian(result, figures, path):
 def cartesian_main(args, out, domain):
     from dyn_control.parameters import CARTESIAN_DEMO, CONTROLLER
 
+    from .bimanual import arm_ee_links, bimanual_main
+    if arm_ee_links(processes.arm_files(args.arm)[1]):  # a tree whose file names both hands
+        return bimanual_main(args.arm, out, domain)
     result = cartesian_loop(args.arm, out, domain)
     stiffness = CONTROLLER["cartesian_stiffness"].default
     force = CARTESIAN_DEMO["push_force"].default

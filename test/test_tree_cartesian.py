@@ -110,3 +110,21 @@ def test_each_hand_has_its_own_target_and_stiffness(tree):
 def test_a_wrong_stiffness_count_names_the_parameter(tree):
     with pytest.raises(ValueError, match="cartesian_stiffness must be a scalar, 6 values or 6 per ee_link"):
         Loop(tree, cartesian_stiffness=[100.0] * 7)
+
+
+def test_a_partial_goal_moves_one_arm_and_holds_the_torso_and_the_other(tree):
+    # allow_partial_joints_goal, as JTC: a goal over the left arm only; the torso and the right
+    # arm hold where they were. Bounds: the left arm ends within 1e-3 rad of the goal (the loop
+    # tracks to ~1e-4), the others stay within 1e-3 (rad or m) of where they were.
+    from dyn_control.goals import Request
+    loop = Loop(tree, mode="computed_torque", allow_partial_joints_goal=True).run(0.2)
+    q0 = loop.sim.q.copy()
+    left = [f"left_joint{k}" for k in range(1, 8)]
+    target = q0[1:8] + 0.2
+    goal = loop.core.offer(Request(tuple(left), 0.0, ((2.0, tuple(target), (), ()),)))
+    assert goal.status == "active", goal.reason
+    loop.run(3.0)
+    assert goal.done and goal.outcome == "succeeded", goal.reason
+    np.testing.assert_allclose(loop.sim.q[1:8], target, atol=1e-3)
+    others = [0, *range(8, 15)]
+    np.testing.assert_allclose(loop.sim.q[others], q0[others], atol=1e-3)
