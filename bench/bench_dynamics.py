@@ -178,9 +178,9 @@ def frame_kinematics(quick):
 def simulator_step(quick):
     """us per step of our Simulation (RK4, 1 ms, the implicit passive step) against MuJoCo's
     mj_step with its RK4 integrator on the same URDF (inertials and joints only, contacts
-    off), from Python, zero torque from q = 0.1 at rest; UR5 and xArm7. MuJoCo's RK4 blows up under the xArm7's
-    stiff joint damping (step 3), so its damping and friction are zeroed there; ours keeps
-    them (it is implicit and stays stable)."""
+    off), from Python, zero torque from q = 0.1 at rest; UR5 and xArm7. Damping and friction
+    off on both sides, so both do the same work (MuJoCo's RK4 blows up under the xArm7's stiff
+    joint damping at step 3; ours takes it implicitly and costs more with friction on)."""
     import mujoco
 
     from dyn_control.model import _dynamics_only, _read_urdf_text
@@ -200,6 +200,7 @@ def simulator_step(quick):
         data = mujoco.MjData(model)
         q0, zero = np.full(chain.n, 0.1), np.zeros(chain.n)
         sim = Simulation(chain, q0)
+        sim.damping, sim.friction = zero, zero
 
         # each step from the same state, both: a falling arm reaches its stops, where the
         # passive step iterates, and the figure would be of the pose, not of the step

@@ -5,7 +5,9 @@ q in rad or m, qd in rad/s or m/s, qdd in rad/s^2 or m/s^2, tau in N m or N.
 inverse_dynamics, bias_forces and gravity_torques also take N states at once, as (N, n) arrays,
 and return (N, n) from one compiled loop (a trajectory's torques, say). Gravity, when
 given, is a (3,) vector in m/s^2 in the URDF root link's frame, as in `load_chain`.
-Every quantity comes from the recursive Newton-Euler pass in `kernels.rnea`.
+Every quantity comes from the recursive Newton-Euler pass in `kernels.rnea`, except the M that
+forward_dynamics solves with, which the composite-rigid-body pass builds (equal to round-off,
+test_trees.py; it is what the simulator steps with).
 """
 
 import numpy as np
@@ -57,15 +59,15 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
             *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
             _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f,
             kernels.row_blocks(shape[0]))
-    return kernels.inverse_dynamics(
-        *chain.kernel_arrays, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+    return kernels.inverse_dynamics_packed(
+        *chain.kernel_pack, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, qdd, "qdd"), chain.base_acceleration if gravity is None else
         _base_acceleration(chain, gravity), f)
 
 
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
-    return kernels.mass_matrix(*model_arrays(chain), _vector(chain, q, "q"))
+    return kernels.mass_matrix_packed(*chain.kernel_pack, _vector(chain, q, "q"))
 
 
 def mass_matrix_times_plus_bias(chain, q, qd, v):
@@ -91,10 +93,11 @@ def gravity_torques(chain, q, gravity=None):
 
 
 def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
-    """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve."""
+    """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve (M by the
+    composite-rigid-body pass)."""
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
-    return kernels.forward_dynamics(
-        *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+    return kernels.forward_dynamics_packed(
+        *chain.kernel_pack, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
         _vector(chain, tau, "tau"), _base_acceleration(chain, gravity), f)
 
 

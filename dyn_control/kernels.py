@@ -160,6 +160,45 @@ def rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau,
 
 
 @jit
+def unpack(floats, ints, n):
+    """model.Chain.kernel_pack -> the eight model arrays (views, no copies), in the kernels'
+    order: R0, p0, axis, jtype, parent, mass, h, inertia_o."""
+    R0 = floats[0:9 * n].reshape((n, 3, 3))
+    p0 = floats[9 * n:12 * n].reshape((n, 3))
+    axis = floats[12 * n:15 * n].reshape((n, 3))
+    mass = floats[15 * n:16 * n]
+    h = floats[16 * n:19 * n].reshape((n, 3))
+    inertia_o = floats[19 * n:28 * n].reshape((n, 3, 3))
+    return R0, p0, axis, ints[0:n], ints[n:2 * n], mass, h, inertia_o
+
+
+@jit
+def inverse_dynamics_packed(floats, ints, q, qd, qdd, a0, f_tip):
+    """inverse_dynamics on a packed model (fewer arguments to dispatch)."""
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    return inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd, a0, f_tip)
+
+
+@jit
+def mass_matrix_packed(floats, ints, q):
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    return mass_matrix(R0, p0, axis, jtype, parent, mass, h, inertia_o, q)
+
+
+@jit
+def forward_dynamics_packed(floats, ints, q, qd, tau, a0, f_tip):
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    return forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, a0, f_tip)
+
+
+@jit
+def simulation_step_packed(floats, ints, q, qd, tau, damping, friction, lower, upper, dt, a0, rk4):
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    return simulation_step(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, damping,
+                           friction, lower, upper, dt, a0, rk4)
+
+
+@jit
 def inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd, a0, f_tip):
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
@@ -206,6 +245,58 @@ def _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M):
         e[j] = 0.0
         for i in range(n):
             M[i, j] = col[i]
+
+
+@jit
+def _mass_matrix_crba(R, p, axis, jtype, parent, mass, h, inertia_o, M):
+    """M by the composite-rigid-body algorithm (Featherstone's CRBA) over the parent index: the
+    same matrix as _mass_matrix_at to round-off, in one backward pass instead of n Newton-Euler
+    passes (the simulator builds M five times a step). Body i's composite inertia (mass,
+    first moment, inertia about its origin, in its frame) gathers its subtree's; the wrench
+    that its joint's unit motion needs is carried up the ancestors, and S_j^T of it is M[i, j].
+    """
+    n = M.shape[0]
+    cm, ch, cI = np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3))
+    for i in range(n):
+        for j in range(n):
+            M[i, j] = 0.0  # joints on different branches do not couple through inertia
+        cm[i] = mass[i]
+        for r in range(3):
+            ch[i, r] = h[i, r]
+            for c in range(3):
+                cI[i, r, c] = inertia_o[i, r, c]
+    for i in range(n - 1, -1, -1):  # children (larger indices) are complete
+        a, hi = _vec(axis, i), _vec(ch, i)
+        if jtype[i] == PRISMATIC:  # S = [a; 0]: F = [m a; h x a]
+            f, m = _scale(a, cm[i]), _cross(hi, a)
+        else:  # S = [0; a]: F = [a x h; I_o a]
+            f, m = _cross(a, hi), _mul(cI, i, a)
+        M[i, i] = _dot(a, f) if jtype[i] == PRISMATIC else _dot(a, m)
+        j = i
+        while parent[j] >= 0:  # carry F to each ancestor's frame: column i above the diagonal
+            pj = _vec(p, j)
+            f = _mul(R, j, f)
+            m = _add(_mul(R, j, m), _cross(pj, f))
+            j = parent[j]
+            aj = _vec(axis, j)
+            M[i, j] = M[j, i] = _dot(aj, f) if jtype[j] == PRISMATIC else _dot(aj, m)
+        k = parent[i]
+        if k >= 0:  # add body i's composite into its parent's, moved into the parent's frame
+            pi = _vec(p, i)
+            hr = _mul(R, i, hi)  # first moment, parent axes, about body i's origin
+            for r in range(3):
+                for c in range(3):  # R I R^T, then the shift of the origin by p
+                    total = 0.0
+                    for u in range(3):
+                        for v in range(3):
+                            total += R[i, r, u] * cI[i, u, v] * R[i, c, v]
+                    shift = -(pi[r] * hr[c] + hr[r] * pi[c]) - cm[i] * pi[r] * pi[c]
+                    if r == c:
+                        shift += cm[i] * _dot(pi, pi) + 2.0 * _dot(pi, hr)
+                    cI[k, r, c] += total + shift
+            cm[k] += cm[i]
+            for r in range(3):
+                ch[k, r] += hr[r] + cm[i] * pi[r]
 
 
 @jit
@@ -266,14 +357,15 @@ def cholesky_solve(M, b):
 
 @jit
 def forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, a0, f_tip):
-    """qdd = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve."""
+    """qdd = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve, M by the composite-rigid-body
+    pass (equal to the n inverse-dynamics columns to round-off, and n times fewer passes)."""
     n = q.shape[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     bias = np.empty(n)
     rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias, np.empty((5, n, 3)))
     M = np.empty((n, n))
-    _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
+    _mass_matrix_crba(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     return cholesky_solve(M, tau - bias)
 
 
@@ -421,7 +513,10 @@ def simulation_step(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau,
             v_min[i] = 0.0
         if q_free[i] >= upper[i]:
             v_max[i] = 0.0
-    M = mass_matrix(R0, p0, axis, jtype, parent, mass, h, inertia_o, q_free)
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q_free, R, p)
+    M = np.empty((n, n))
+    _mass_matrix_crba(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     v = passive_velocity(M, v_free, damping, friction, dt, v_min, v_max)
     q_next = q_free + share * dt * (v - v_free)
     for i in range(n):

@@ -18,7 +18,9 @@ Why this scheme:
   accuracy is RK4's (README, dynamics_simulator). Semi-implicit Euler (integrator
   semi_implicit_euler) is kept for comparison; it drifts far more.
 - The compiled step is a few tens of microseconds for 7 joints (four forward dynamics, one
-  mass matrix; `make bench`).
+  mass matrix; `make bench`). Its mass matrices come from the composite-rigid-body pass
+  (kernels._mass_matrix_crba): equal to the controller's inverse-dynamics columns to
+  round-off, in one pass instead of n, and computed by other code than the controller's.
 
 Applied effort is saturated to the effort limits. A step that produces a non-finite state is
 undone: the state goes back to the last finite one, at rest, and `step` says so.
@@ -30,8 +32,8 @@ with J the link's Jacobian at the step's start (it is held over the step, as the
 import numpy as np
 
 from . import kernels
-from .control import saturate
-from .dynamics import mass_matrix, model_arrays
+from .control import all_finite, saturate
+from .dynamics import mass_matrix
 from .kinematics import frame_jacobian
 
 INTEGRATORS = ("rk4", "semi_implicit_euler")
@@ -112,10 +114,10 @@ class Simulation:
             link, wrench = self.external
             applied = self.tau + frame_jacobian(self.chain, self.q, link).T @ wrench
         try:
-            q, qd = kernels.simulation_step(
-                *model_arrays(self.chain), self.q, self.qd, applied, self.damping, self.friction,
+            q, qd = kernels.simulation_step_packed(
+                *self.chain.kernel_pack, self.q, self.qd, applied, self.damping, self.friction,
                 self.lower, self.upper, self.dt, self.chain.base_acceleration, self.integrator == "rk4")
-            finite = bool(np.all(np.isfinite(q)) and np.all(np.isfinite(qd)))
+            finite = all_finite(q) and all_finite(qd)
         except ValueError:  # Cholesky of a non-finite or indefinite mass matrix
             finite = False
         if not finite:

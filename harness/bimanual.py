@@ -12,7 +12,6 @@ bimanual_loop returns the recording; bimanual_figures the figures the tree issue
 """
 
 import os
-import threading
 import time
 
 import numpy as np
@@ -34,21 +33,19 @@ def arm_ee_links(arm_configs):
 
 
 def _client(hands, lift_joint):
-    import rclpy
     from geometry_msgs.msg import PoseStamped, WrenchStamped
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
     from dyn_control.nodes import messages
 
-    class Client(Node):
+    from .background import BackgroundNode
+
+    class Client(BackgroundNode):
         """Records both hands' ~/<link>/current_pose and the lift joint; publishes the posture
         and the push. Spun in a background thread."""
 
         def __init__(self):
             super().__init__("bimanual_demo_client")
-            self.lock = threading.Lock()
             self.poses = {link: [] for link in hands}
             self.lift = []  # (sim s, position)
             for link in hands:
@@ -57,11 +54,7 @@ def _client(hands, lift_joint):
             self.create_subscription(JointState, "/joint_states", self._state, 10)
             self.posture = self.create_publisher(JointState, f"{CONTROLLER}/target_joint", 10)
             self.push_pub = self.create_publisher(WrenchStamped, "/dynamics_simulator/external_wrench", 10)
-            self._stop = threading.Event()
-            self._executor = SingleThreadedExecutor()
-            self._executor.add_node(self)
-            self._thread = threading.Thread(target=self._spin, daemon=True)
-            self._thread.start()
+            self.start()
 
         def _pose(self, link, msg):
             p = msg.pose.position
@@ -72,16 +65,6 @@ def _client(hands, lift_joint):
             with self.lock:
                 self.lift.append((messages.to_seconds(msg.header.stamp),
                                   msg.position[list(msg.name).index(lift_joint)]))
-
-        def _spin(self):
-            while rclpy.ok() and not self._stop.is_set():
-                self._executor.spin_once(timeout_sec=0.05)
-
-        def close(self):
-            self._stop.set()
-            self._thread.join(timeout=2.0)
-            self._executor.shutdown(timeout_sec=1.0)
-            self.destroy_node()
 
         def now(self):
             with self.lock:

@@ -4,12 +4,7 @@ simulator's /joint_states (with the applied torque), and the latest /diagnostics
 node. Used by the demo and the integration tests; it spins in a background thread so the caller
 can just wait and read."""
 
-import threading
-
 import numpy as np
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
@@ -17,16 +12,17 @@ from sensor_msgs.msg import JointState
 from dyn_control.nodes import messages
 from dyn_control.nodes.common import read_diagnostics
 
+from .background import BackgroundNode
+
 CONTROLLER = "/computed_torque_controller"
 
 
-class Recorder(Node):
+class Recorder(BackgroundNode):
     """cartesian: also record the poses and the simulator's joint states (1 kHz; off by
     default, so that the joint-space loops do not pay for them)."""
 
     def __init__(self, controller=CONTROLLER, cartesian=False):
         super().__init__("dyn_control_recorder")
-        self.lock = threading.Lock()
         self.errors, self.references, self.states = [], [], []
         self.poses = {"current_pose": [], "target_pose": []}  # (t, p (3,), quaternion (4,))
         self.joint_names = None
@@ -61,20 +57,7 @@ class Recorder(Node):
                 self.diagnostics.update(read_diagnostics(msg))
 
         self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
-        self._stop = threading.Event()
-        self._executor = SingleThreadedExecutor()
-        self._executor.add_node(self)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        while rclpy.ok() and not self._stop.is_set():
-            try:
-                self._executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - shutting down
-                if rclpy.ok():
-                    raise
-                return
+        self.start()
 
     def series(self, name):
         """(times (k,), positions (k, n), velocities (k, n), efforts (k, n)) of a recorded topic."""
@@ -91,9 +74,3 @@ class Recorder(Node):
         if not rows:
             return np.zeros(0), np.zeros((0, 3)), np.zeros((0, 4))
         return tuple(np.array([r[k] for r in rows]) for k in range(3))
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(timeout=2.0)
-        self._executor.shutdown(timeout_sec=1.0)
-        self.destroy_node()

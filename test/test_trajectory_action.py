@@ -10,7 +10,6 @@ field for field the released one.
 """
 
 import statistics
-import threading
 import time
 
 import numpy as np
@@ -19,13 +18,12 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from conftest import require  # noqa: E402
 from harness import processes  # noqa: E402
+from harness.background import BackgroundNode  # noqa: E402
 from dyn_control.nodes import messages  # noqa: E402
 
 require("control_msgs")  # built by `make test`; without it, test_nodes covers the topic only
@@ -40,14 +38,13 @@ Result = FollowJointTrajectory.Result
 STATUS_SUCCEEDED, STATUS_CANCELED, STATUS_ABORTED = 4, 5, 6  # action_msgs/GoalStatus
 
 
-class Client(Node):
+class Client(BackgroundNode):
     """An action client plus what it needs to judge the loop: the joint states, the
     controller's ~/reference and ~/controller_state, and a topic publisher. Spun in a
     background thread; the test thread waits on futures."""
 
     def __init__(self):
         super().__init__("action_test_client")
-        self.lock = threading.Lock()
         self.states, self.references, self.controller_states = [], [], []
 
         def keep(store):
@@ -63,21 +60,7 @@ class Client(Node):
         self.topic = self.create_publisher(JointTrajectory, f"{CONTROLLER}/joint_trajectory", 10)
         self.action = ActionClient(self, FollowJointTrajectory,
                                    f"{CONTROLLER}/follow_joint_trajectory")
-        self._stop = threading.Event()
-        self._executor = SingleThreadedExecutor()
-        self._executor.add_node(self)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        while rclpy.ok() and not self._stop.is_set():
-            self._executor.spin_once(timeout_sec=0.05)
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(timeout=2.0)
-        self._executor.shutdown(timeout_sec=1.0)
-        self.destroy_node()
+        self.start()
 
     def latest(self):
         """(sim time s, q (7,)) of the newest joint state."""

@@ -138,3 +138,24 @@ def test_tree_selection_errors_name_the_joint():
         load_chain(path, tip_link="arm_left_7_link", tip_links=["arm_right_7_link"])
     with pytest.raises(URDFError, match="'arm_left_1_joint' \\(in joints\\) is not on the path"):
         load_chain(path, joints=["torso_lift_joint", *TIAGO_ARMS], tip_link="arm_right_7_link")
+
+
+def test_the_composite_rigid_body_m_equals_the_inverse_dynamics_columns():
+    # The simulator's forward dynamics builds M by the composite-rigid-body pass; the seeds'
+    # method (column j = ID(q, 0, e_j), dynamics.mass_matrix) is the reference. Tolerance
+    # 1e-14 relative to the largest entry: the same sums in another order. Every arm of
+    # example-robot-data and the tree robots, zeros across branches included.
+    from arm_sweep import arm_paths, load_arm
+    from dyn_control import kernels
+    chains = [load_arm(rel) for rel in arm_paths()] + [_tree(name)[1] for name in TREES]
+    rng = np.random.default_rng(5)
+    for chain in chains:
+        for _ in range(3):
+            q = rng.uniform(-2, 2, chain.n)
+            R, p, M = np.empty((chain.n, 3, 3)), np.empty((chain.n, 3)), np.empty((chain.n, chain.n))
+            kernels.joint_poses(chain.R0, chain.p0, chain.axis, chain.jtype, q, R, p)
+            kernels._mass_matrix_crba(R, p, chain.axis, chain.jtype, chain.parent, chain.mass,
+                                      chain.h, chain.inertia_origin, M)
+            reference = mass_matrix(chain, q)
+            np.testing.assert_allclose(M, reference, rtol=0, atol=1e-14 * np.abs(reference).max())
+            assert np.all(M[reference == 0] == 0)  # exactly zero where the branches part

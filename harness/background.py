@@ -1,0 +1,39 @@
+"""A node of the test harness that spins in a thread of its own, so the test thread can wait on
+what it records (rclpy initialised by the caller)."""
+
+import threading
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+
+class BackgroundNode(Node):
+    """Create the subscriptions and publishers, then call start(); close() stops and destroys
+    it. `lock` guards what the callbacks record."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._executor = SingleThreadedExecutor()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+
+    def start(self):
+        self._executor.add_node(self)
+        self._thread.start()
+
+    def _spin(self):
+        while rclpy.ok() and not self._stop.is_set():
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - shutting down
+                if rclpy.ok():
+                    raise
+                return
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._executor.shutdown(timeout_sec=1.0)
+        self.destroy_node()
