@@ -1,7 +1,7 @@
 """The simulated arm: dynamics_simulator + computed_torque_controller (+ trajectory_demo).
 
     ros2 launch dyn_control sim.launch.py [arm:=default_arm|two_link|dual_arm] [urdf_file:=PATH]
-        [use_sim_time:=true] [controller_params:=YAML] [demo:=true]
+        [arm_params:=YAML] [use_sim_time:=true] [controller_params:=YAML] [demo:=true]
 
 The URDF (or xacro) reaches every node as the robot_description parameter. Parameter defaults
 come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
@@ -23,6 +23,8 @@ def _nodes(context):
     # URDF of your own
     arm_params = [path for path in [share("config", f"{arm}.yaml")]
                   if os.path.isfile(path) and not urdf_file]
+    # your arm's own file, for every node (a tree's joints, say): as config/dual_arm.yaml
+    arm_params += [path for path in [LaunchConfiguration("arm_params").perform(context)] if path]
     sim_time = is_true(LaunchConfiguration("use_sim_time").perform(context))
     controller_params = (LaunchConfiguration("controller_params").perform(context)
                          or share("config", "controller.yaml"))
@@ -51,6 +53,9 @@ def generate_launch_description():
                                           "dual_arm)"),
         DeclareLaunchArgument("urdf_file", default_value="",
                               description="URDF or xacro of your own arm (overrides arm)"),
+        DeclareLaunchArgument("arm_params", default_value="",
+                              description="YAML for every node, for your own arm (a tree's "
+                                          "joints, say; see config/dual_arm.yaml)"),
         DeclareLaunchArgument("use_sim_time", default_value="true",
                               description="run on the simulator's /clock"),
         DeclareLaunchArgument("controller_params", default_value="",

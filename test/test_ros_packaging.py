@@ -66,7 +66,7 @@ def test_launch_files_define_launch_descriptions_from_the_shared_config():
     sim = (LAUNCH_DIR / "sim.launch.py").read_text()
     for config in ("simulator.yaml", "controller.yaml", "demo.yaml"):
         assert f'"{config}"' in sim and (CONFIG_DIR / config).is_file()
-    for argument in ("arm", "urdf_file", "use_sim_time", "controller_params", "demo"):
+    for argument in ("arm", "urdf_file", "arm_params", "use_sim_time", "controller_params", "demo"):
         assert f'DeclareLaunchArgument("{argument}"' in sim
     assert '"robot_description": description' in sim
 
