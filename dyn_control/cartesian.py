@@ -240,13 +240,15 @@ class CartesianLaw:
                  friction_compensation=False, friction_deadband=1e-4, period=1e-3,
                  singularity_damping=SINGULARITY_DAMPING):
         n = chain.n
-        links = [ee_link or chain.tip_link] if ee_link is None or isinstance(ee_link, str) else list(ee_link)
+        one = not ee_link or isinstance(ee_link, str)
+        links = [ee_link or chain.tip_link] if one else list(ee_link)
         self.chain, self.ee_links = chain, tuple(links)
         self.ee_link = links[0]
         frames = [chain.frame(link, "ee_link") for link in links]
         f = len(frames)
         self.K = per_frame(stiffness, f, "cartesian_stiffness")
-        self.D = np.full(6 * f, -1.0) if damping is None else per_frame(damping, f, "cartesian_damping")
+        self.D = (np.full(6 * f, -1.0) if damping is None
+                  else per_frame(damping, f, "cartesian_damping"))
         self.Kn = gain_vector(nullspace_stiffness, n, "nullspace_stiffness")
         self.Dn = (np.full(n, -1.0) if nullspace_damping is None
                    else gain_vector(nullspace_damping, n, "nullspace_damping"))
@@ -258,12 +260,12 @@ class CartesianLaw:
         # keeps a light, stiffly damped wrist (Tiago: 4e-6 kg m^2, 1 N m s/rad) stable at 1 kHz
         self.damping = chain.damping.copy() if compensated and operational_space else np.zeros(n)
         self.friction = chain.friction.copy() if compensated else np.zeros(n)
+        self.operational_space = bool(operational_space)
         bodies = np.array([body for body, _, _ in frames], dtype=np.int64)
         R_offs = np.array([R for _, R, _ in frames]).reshape(f, 3, 3)
         p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
-        self._args = (chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent, chain.mass,
-                      chain.h, chain.inertia_origin, chain.base_acceleration, bodies, R_offs, p_offs,
-                      self.K, self.D, bool(operational_space), self.max_error, self.Kn, self.Dn,
+        self._args = (*chain.kernel_arrays, chain.base_acceleration, bodies, R_offs, p_offs,
+                      self.K, self.D, self.operational_space, self.max_error, self.Kn, self.Dn,
                       chain.continuous, self.damping, self.friction, float(friction_deadband),
                       float(period), float(singularity_damping), self.limits)
 
@@ -282,7 +284,7 @@ class CartesianLaw:
         with no inverse: a singular direction, where the arm cannot move, has none);
         operational_space: sqrt(max K), unit mass. Above 1/period the sampled loop can
         oscillate on a light arm."""
-        if self._args[14]:
+        if self.operational_space:
             return float(np.sqrt(self.K.max()))
         J = self.jacobian(q)
         A = J @ np.linalg.solve(mass_matrix(self.chain, q), J.T)

@@ -69,7 +69,8 @@ def controller_settings(chain, value, order=None):
 
     kp = per_joint("kp")
     override = value("effort_limits")
-    ee_links = tuple(link for link in value("ee_links") if link) or (value("ee_link") or chain.tip_link,)
+    ee_links = (tuple(link for link in value("ee_links") if link)
+                or (value("ee_link") or chain.tip_link,))
     for link in ee_links:
         chain.frame(link, "ee_link")  # ValueError naming it
     frames = len(ee_links)
@@ -160,8 +161,8 @@ class Task:
                 self.filtered[k] = (R_t, p_t)
             else:
                 share = dt / (time_constant + dt)
-                self.filtered[k] = (R_f @ kinematics.rotation_exp(share * kinematics.rotation_log(R_f.T @ R_t)),
-                                    p_f + share * (p_t - p_f))
+                turn = kinematics.rotation_exp(share * kinematics.rotation_log(R_f.T @ R_t))
+                self.filtered[k] = (R_f @ turn, p_f + share * (p_t - p_f))
         return (np.array([R for R, _ in self.filtered]), np.array([p for _, p in self.filtered]))
 
 

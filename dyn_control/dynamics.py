@@ -53,7 +53,7 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
-    if getattr(q, "ndim", None) != 1 and np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
+    if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
         shape = (len(q), chain.n)
         return kernels.inverse_dynamics_rows(
             *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
@@ -61,8 +61,7 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
             kernels.row_blocks(shape[0]))
     return kernels.inverse_dynamics_packed(
         *chain.kernel_pack, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
-        _vector(chain, qdd, "qdd"), chain.base_acceleration if gravity is None else
-        _base_acceleration(chain, gravity), f)
+        _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
 
 
 def mass_matrix(chain, q):

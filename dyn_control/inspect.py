@@ -30,7 +30,8 @@ def format_chain(chain, dt=DEFAULT_DT) -> str:
             "effort", "velocity")
     rows = []
     for j, m, c, up in zip(chain.joints, chain.mass, chain.com, chain.parent):
-        rows.append((j.name, chain.joints[up].name if up >= 0 else "(base)", j.type, " ".join(f"{a:+.3f}" for a in j.axis), f"{m:.4g}",
+        parent = chain.joints[up].name if up >= 0 else "(base)"
+        rows.append((j.name, parent, j.type, " ".join(f"{a:+.3f}" for a in j.axis), f"{m:.4g}",
                      " ".join(f"{v:+.4f}" for v in c), _num(j.lower), _num(j.upper),
                      _num(j.effort), _num(j.velocity)))
     widths = [max(len(str(r[k])) for r in [head, *rows]) for k in range(len(head))]

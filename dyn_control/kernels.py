@@ -145,7 +145,8 @@ def rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau,
         idw = _mul(inertia_o, i, dw)
         # body wrench about its frame origin: f = m dv + dw x h + w x (w x h),
         # n = I_o dw + w x I_o w + h x dv, plus what the children pass down
-        f = _add(_vec(f_all, i), _add(_scale(dv, mass[i]), _add(_cross(dw, hi), _cross(w, _cross(w, hi)))))
+        f = _add(_vec(f_all, i),
+                 _add(_scale(dv, mass[i]), _add(_cross(dw, hi), _cross(w, _cross(w, hi)))))
         m = _add(_vec(m_all, i), _add(idw, _add(_cross(w, iw), _cross(hi, dv))))
         a = _vec(axis, i)
         tau[i] = _dot(a, f) if jtype[i] == PRISMATIC else _dot(a, m)
@@ -204,7 +205,8 @@ def inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     tau = np.empty(n)
-    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau, np.empty((5, n, 3)))
+    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau,
+         np.empty((5, n, 3)))
     return tau
 
 
@@ -363,7 +365,8 @@ def forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))
     joint_poses(R0, p0, axis, jtype, q, R, p)
     bias = np.empty(n)
-    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias, np.empty((5, n, 3)))
+    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, f_tip, bias,
+         np.empty((5, n, 3)))
     M = np.empty((n, n))
     _mass_matrix_crba(R, p, axis, jtype, parent, mass, h, inertia_o, M)
     return cholesky_solve(M, tau - bias)
@@ -400,7 +403,8 @@ def energies(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, g):
         hi = _vec(h, i)
         kinetic += 0.5 * (mass[i] * _dot(v, v) + 2.0 * _dot(v, _cross(w, hi))
                           + _dot(w, _mul(inertia_o, i, w)))
-        potential -= _dot(G, _add(_scale(_vec(pw, i), mass[i]), _mul(Rw, i, hi)))  # m * COM, base frame
+        # m * COM in the base frame
+        potential -= _dot(G, _add(_scale(_vec(pw, i), mass[i]), _mul(Rw, i, hi)))
     return kinetic, potential
 
 
