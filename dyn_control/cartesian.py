@@ -264,7 +264,7 @@ class CartesianLaw:
         bodies = np.array([body for body, _, _ in frames], dtype=np.int64)
         R_offs = np.array([R for _, R, _ in frames]).reshape(f, 3, 3)
         p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
-        self._args = (*chain.kernel_arrays, chain.base_acceleration, bodies, R_offs, p_offs,
+        self._args = (*chain.kernel_arrays, chain.kernel_a0, bodies, R_offs, p_offs,
                       self.K, self.D, self.operational_space, self.max_error, self.Kn, self.Dn,
                       chain.continuous, self.damping, self.friction, float(friction_deadband),
                       float(period), float(singularity_damping), self.limits)

@@ -159,7 +159,7 @@ class ControlLaw:
         self.deadband, self.period = float(friction_deadband), float(period)
         self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
         self.integral[self.ki == 0] = 0.0  # ki set to 0 resets its integral
-        self._args = (*model_arrays(chain), chain.base_acceleration, MODES.index(self.mode),
+        self._args = (*model_arrays(chain), chain.kernel_a0, MODES.index(self.mode),
                       self.kp, self.kd, self.ki, self.integral_limit, chain.continuous,
                       self.damping, self.friction, self.deadband, self.period, self.limits)
 

@@ -33,6 +33,15 @@ def _vector(chain, x, name):
     return x
 
 
+def _vectors(chain, q, qd, x, name):
+    """q, qd and a third (n,) vector `name`, as float64 arrays; the control loop's case, three
+    float64 arrays of shape (n,), is one chained test (a third of the wrapper's cost)."""
+    if (type(q) is type(qd) is type(x) is np.ndarray and q.dtype is qd.dtype is x.dtype is _F64
+            and q.shape == qd.shape == x.shape == chain.vector_shape):
+        return q, qd, x
+    return _vector(chain, q, "q"), _vector(chain, qd, "qd"), _vector(chain, x, name)
+
+
 def _rows(chain, x, name, shape):
     x = np.ascontiguousarray(x, dtype=np.float64)
     if x.shape != shape:
@@ -42,7 +51,7 @@ def _rows(chain, x, name, shape):
 
 def _base_acceleration(chain, gravity):
     """Gravity enters Newton-Euler as an upward base acceleration a0 = -g (base frame)."""
-    return chain.base_acceleration if gravity is None else -chain.gravity_in_base(gravity)
+    return chain.kernel_a0 if gravity is None else -chain.gravity_in_base(gravity)
 
 
 def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
@@ -53,15 +62,16 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
-    if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
+    if (q.ndim if type(q) is np.ndarray else np.ndim(q)) == 2:  # N states, one per row;
+        # f_tip, if given, applies to each (np.ndim costs a tenth of the single-state call)
         shape = (len(q), chain.n)
         return kernels.inverse_dynamics_rows(
             *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
             _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f,
             kernels.row_blocks(shape[0]))
     return kernels.inverse_dynamics_packed(
-        *chain.kernel_pack, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
-        _vector(chain, qdd, "qdd"), _base_acceleration(chain, gravity), f)
+        *chain.kernel_pack, *_vectors(chain, q, qd, qdd, "qdd"), _base_acceleration(chain, gravity),
+        f)
 
 
 def mass_matrix(chain, q):
@@ -76,8 +86,7 @@ def mass_matrix_times_plus_bias(chain, q, qd, v):
     same inverse-dynamics calls with qdd = e_j, with the joint poses computed once.
     """
     return kernels.mass_matrix_times_plus_bias(
-        *model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"), _vector(chain, v, "v"),
-        chain.base_acceleration)
+        *model_arrays(chain), *_vectors(chain, q, qd, v, "v"), chain.kernel_a0)
 
 
 def bias_forces(chain, q, qd, gravity=None):
@@ -96,8 +105,8 @@ def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
     composite-rigid-body pass)."""
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     return kernels.forward_dynamics_packed(
-        *chain.kernel_pack, _vector(chain, q, "q"), _vector(chain, qd, "qd"),
-        _vector(chain, tau, "tau"), _base_acceleration(chain, gravity), f)
+        *chain.kernel_pack, *_vectors(chain, q, qd, tau, "tau"), _base_acceleration(chain, gravity),
+        f)
 
 
 def kinetic_energy(chain, q, qd):

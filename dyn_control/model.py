@@ -131,23 +131,24 @@ class Chain:
         derived["position_min"], derived["position_max"] = position_bounds(lower, upper)
         for name, value in derived.items():
             object.__setattr__(self, name, value)
-        # what every dynamics kernel takes, in its order (dynamics.model_arrays), built once:
-        # gathering eight attributes per call cost a tenth of a small arm's inverse dynamics
-        object.__setattr__(self, "vector_shape", (self.n,))  # of q, qd, tau: checked per call
-        object.__setattr__(self, "kernel_arrays", (
-            self.R0, self.p0, self.axis, self.jtype, self.parent, self.mass, self.h,
-            self.inertia_origin))
-        # the same, packed in one float and one int array (kernels.unpack): numba's dispatch
-        # costs per argument, about a fifth of a small arm's inverse dynamics for these eight
-        pack = (np.concatenate([self.R0.ravel(), self.p0.ravel(), self.axis.ravel(), self.mass,
-                                self.h.ravel(), self.inertia_origin.ravel()]),
-                np.concatenate([self.jtype, self.parent]).astype(np.int64))
-        for array in pack:
-            array.setflags(write=False)
-        object.__setattr__(self, "kernel_pack", pack)
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
+        # What the kernels take, built once, as private writable copies: numba's dispatcher types
+        # a read-only array on its slow path (about 0.07 us per argument per call), and gathering
+        # eight attributes per call cost a tenth of a small arm's inverse dynamics. The chain's
+        # own arrays stay read-only; nothing writes these.
+        object.__setattr__(self, "vector_shape", (self.n,))  # of q, qd, tau: checked per call
+        arrays = tuple(np.array(a) for a in (self.R0, self.p0, self.axis, self.jtype, self.parent,
+                                            self.mass, self.h, self.inertia_origin))
+        object.__setattr__(self, "kernel_arrays", arrays)  # dynamics.model_arrays: their order
+        # the same, packed in one float and one int array (kernels.unpack): numba's dispatch
+        # costs per argument, about a fifth of a small arm's inverse dynamics for these eight
+        object.__setattr__(self, "kernel_pack", (
+            np.concatenate([a.ravel() for a in (self.R0, self.p0, self.axis, self.mass, self.h,
+                                                self.inertia_origin)]),
+            np.concatenate([self.jtype, self.parent]).astype(np.int64)))
+        object.__setattr__(self, "kernel_a0", np.array(self.base_acceleration))
 
     @property
     def n(self) -> int:

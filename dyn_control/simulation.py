@@ -116,7 +116,7 @@ class Simulation:
         try:
             q, qd = kernels.simulation_step_packed(
                 *self.chain.kernel_pack, self.q, self.qd, applied, self.damping, self.friction,
-                self.lower, self.upper, self.dt, self.chain.base_acceleration, self.integrator == "rk4")
+                self.lower, self.upper, self.dt, self.chain.kernel_a0, self.integrator == "rk4")
             finite = all_finite(q) and all_finite(qd)
         except ValueError:  # Cholesky of a non-finite or indefinite mass matrix
             finite = False

@@ -24,6 +24,7 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
     panda = next(r for r in data["rows"] if r["arm"] == "panda")
     assert panda["n"] == 7 and set(panda["ratio"]) == {
         "inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"}
+    assert panda["inverse_dynamics_paired_ratio"] > 0
     assert all(v > 0 for v in panda["pinocchio_us"].values())
 
 
