@@ -34,6 +34,7 @@ import numpy as np
 from . import kernels
 from .dynamics import inverse_dynamics, model_arrays
 from .kernels import jit
+from .model import as_limit
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
 COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
@@ -78,7 +79,13 @@ def saturate(tau, limits):
 def all_finite(values):
     """Whether every value of a (n,) float64 array is finite. The builtin sum first: a numpy
     reduction costs microseconds in a control tick; only an overflowing sum looks closer."""
-    return math.isfinite(sum(values.tolist())) or bool(np.all(np.isfinite(values)))
+    return math.isfinite(sum(values.tolist())) or first_non_finite(values) is None
+
+
+def first_non_finite(values):
+    """The index of the first NaN or infinity in a (n,) array, or None: what an error names."""
+    bad = ~np.isfinite(values)
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 @jit
@@ -188,15 +195,13 @@ def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
 
 
 def effort_limits(chain, override=()):
-    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given.
-
-    A URDF effort of 0 or less (often written for "not specified") means no limit.
-    """
+    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given; 0 means
+    none (model.as_limit)."""
     limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
     if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
         raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
                          f"got {np.asarray(override).tolist()}")
-    return np.where(limits > 0, limits, np.inf)
+    return as_limit(limits)
 
 
 def limit_rate(tau, previous, max_rate, dt):
@@ -219,12 +224,12 @@ def trajectory_violation(chain, trajectory, limits, step=CHECK_STEP):
     Samples every `step` s and every waypoint; at each, the torque the desired motion needs,
     ID(q_d, qd_d, qdd_d) (batched inverse dynamics of `chain`, payload included) plus the
     joint's damping and Coulomb friction at qd_d, against `limits` (n,) N m or N, and |qd_d|
-    against the URDF velocity limits (0 or less: none, as for effort). Joints in chain order.
+    against the URDF velocity limits (model.as_limit). Joints in chain order.
     """
     t = trajectory.check_times(step)
     q, qd, qdd = trajectory.sample_many(t)
     tau = inverse_dynamics(chain, q, qd, qdd) + chain.damping * qd + chain.friction * np.sign(qd)
-    velocity_limits = np.where(chain.velocity_limits > 0, chain.velocity_limits, np.inf)
+    velocity_limits = as_limit(chain.velocity_limits)
     found = []
     for name, value, limit, unit in (("torque", tau, limits, "N m"),
                                      ("velocity", qd, velocity_limits, "rad/s")):

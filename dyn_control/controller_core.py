@@ -29,13 +29,11 @@ import numpy as np
 
 from . import goals, kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw, per_frame
-from .control import (MODES, ControlLaw, all_finite, at_limit, critical_damping, effort_limits,
-                      gain_vector, limit_rate, trajectory_violation)
-from .model import to_chain_order
+from .control import (MODES, ControlLaw, all_finite, at_limit, critical_damping, gain_vector,
+                      limit_rate, trajectory_violation)
+from .cores import REPORT_EVERY, Events, JointSettings
 from .parameters import payload_model, unset
 from .trajectory import Trajectory
-
-REPORT_EVERY = 5.0  # s of state time between two compute-time reports
 
 
 class Command(NamedTuple):
@@ -51,24 +49,13 @@ def controller_settings(chain, value, order=None):
     dyn_control.parameters.CONTROLLER, whose checks the node has run); per-joint values come
     in `joints` order (order[i]: the chain index of the i-th) and go out in chain order.
     ValueError names the parameter and the value."""
-    n = chain.n
-    order = np.arange(n) if order is None else order
-
-    def per_joint(name):
-        return to_chain_order(gain_vector(value(name), n, name), order)
+    joints = JointSettings(chain, value, order)
+    per_joint = joints.gains
 
     def constraint(kind):  # constraints.<joint>.<kind>, chain order
         return np.array([value(f"constraints.{name}.{kind}") for name in chain.joint_names])
 
-    def optional(name, size=n, check=gain_vector):
-        given = value(name)
-        if unset(given):
-            return None
-        values = check(given, size, name)
-        return to_chain_order(values, order) if size == n else values
-
     kp = per_joint("kp")
-    override = value("effort_limits")
     ee_links = (tuple(link for link in value("ee_links") if link)
                 or (value("ee_link") or chain.tip_link,))
     for link in ee_links:
@@ -79,7 +66,7 @@ def controller_settings(chain, value, order=None):
         mode=value("mode"), kp=kp,
         kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
         ki=per_joint("ki"), integral_limit=per_joint("integral_limit"),
-        limits=effort_limits(chain, () if unset(override) else per_joint("effort_limits")),
+        limits=joints.effort_limits(),
         friction_compensation=bool(value("friction_compensation")),
         friction_deadband=value("friction_deadband"), control_period=value("control_period"),
         state_timeout=value("state_timeout"), on_state_timeout=value("on_state_timeout"),
@@ -97,20 +84,13 @@ def controller_settings(chain, value, order=None):
             stiffness=per_frame(value("cartesian_stiffness"), frames, "cartesian_stiffness"),
             damping=None if unset(damping) else per_frame(damping, frames, "cartesian_damping"),
             nullspace_stiffness=per_joint("nullspace_stiffness"),
-            nullspace_damping=optional("nullspace_damping"),
+            nullspace_damping=None if unset(value("nullspace_damping")) else per_joint(
+                "nullspace_damping"),
             operational_space=bool(value("operational_space")),
             max_pose_error=gain_vector(value("max_pose_error"), 2, "max_pose_error")),
-        nullspace_posture=optional("nullspace_posture", check=_posture),
+        nullspace_posture=joints.positions("nullspace_posture"),
         target_filter=value("target_filter"),
         model=payload_model(chain, value))
-
-
-def _posture(value, n, name):
-    """n finite positions (rad or m), any sign; ValueError names the parameter."""
-    values = np.atleast_1d(np.asarray(value, dtype=float))
-    if values.shape != (n,) or not np.all(np.isfinite(values)):
-        raise ValueError(f"{name} must be {n} finite values, got {values.tolist()}")
-    return values
 
 
 class Goal:
@@ -166,10 +146,11 @@ class Task:
         return (np.array([R for R, _ in self.filtered]), np.array([p for _, p in self.filtered]))
 
 
-class ControllerCore:
+class ControllerCore(Events):
     """Goals, trajectory, stale-state hold, rate limit and the law, for one chain."""
 
     def __init__(self, chain, settings):
+        super().__init__()
         self.chain = chain  # from the URDF; settings["model"] adds the payload
         self.law = None
         self.trajectory = None
@@ -183,7 +164,6 @@ class ControllerCore:
         self.last = None  # the last Command sent (feedback and controller state read it)
         self.last_seen = None  # `now` of the last good state
         self.stale = False
-        self.events = deque()  # appended and drained from different threads
         self.compute_s = deque(maxlen=5000)
         self.ticks = self.saturated = self.stale_events = 0
         self._next_report = -np.inf
@@ -222,13 +202,6 @@ class ControllerCore:
                              "the controller switched to cartesian_impedance")
         elif was:
             self.trajectory = None  # the next tick holds the position it measures
-
-    def _say(self, level, text, throttle=False):
-        self.events.append((level, text, throttle))
-
-    def drain(self):
-        """The events since the last drain, oldest first."""
-        return [self.events.popleft() for _ in range(len(self.events))]
 
     # ------------------------------------------------------------------ goals
 

@@ -65,6 +65,13 @@ def position_bounds(lower, upper):
     return np.where(limited, lower, -np.inf), np.where(limited, upper, np.inf)
 
 
+def as_limit(values):
+    """URDF effort or velocity limits (n,) -> the bound each joint has: a limit of 0 or less (often
+    written for "not specified") means none, inf."""
+    values = np.asarray(values, dtype=float)
+    return np.where(values > 0, values, np.inf)
+
+
 def to_chain_order(values, order):
     """Per-joint values in command order -> chain order; order[i] is the chain index of the
     i-th commanded joint (the other way is values[order])."""
@@ -125,7 +132,7 @@ class Chain:
             # The kernels use the inertia about the body frame origin and the first mass moment.
             h=self.mass[:, None] * self.com,
             inertia_origin=np.array([
-                inertia + m * (c @ c * np.eye(3) - np.outer(c, c))
+                inertia + parallel_axis(m, c)
                 for m, c, inertia in zip(self.mass, self.com, self.inertia)
             ]).reshape(-1, 3, 3))
         derived["position_min"], derived["position_max"] = position_bounds(lower, upper)
@@ -263,6 +270,12 @@ def _read_urdf_text(source) -> str:
         try:
             return xacro.process_file(text).toprettyxml(indent="  ")
         except Exception as err:  # xacro raises many types; report them as one
+            if "AMENT_PREFIX_PATH" in str(err):  # $(find pkg) outside a ROS install
+                raise URDFError(
+                    f"xacro failed on {text!r}: its $(find ...) needs a ROS install that has the "
+                    "package (AMENT_PREFIX_PATH is not set here): source that install, or expand "
+                    f"the xacro where it is (xacro {os.path.basename(text)} > robot.urdf) and "
+                    "load the URDF") from None
             raise URDFError(f"xacro failed on {text!r}: {err}") from err
     with open(text, encoding="utf-8") as f:
         return f.read()
@@ -339,6 +352,12 @@ def _check_inertia(what, mass, inertia):
     return problems
 
 
+def parallel_axis(mass, d):
+    """(3, 3) kg m^2 to add to an inertia about the centre of mass to take it about a point at
+    -d from it (d (3,) m, the com seen from that point): m (|d|^2 I - d d^T)."""
+    return mass * (d @ d * np.eye(3) - np.outer(d, d))
+
+
 def combine_bodies(a, b):
     """Two rigid bodies (mass kg, com (3,) m, inertia (3, 3) about the com), both in one frame
     -> the one rigid body they make, in that frame (parallel-axis theorem)."""
@@ -347,8 +366,7 @@ def combine_bodies(a, b):
     com = (m1 * c1 + m2 * c2) / mass if mass > 0 else np.zeros(3)
     inertia = I1 + I2
     for m, c in ((m1, c1), (m2, c2)):
-        d = c - com
-        inertia = inertia + m * (d @ d * np.eye(3) - np.outer(d, d))
+        inertia = inertia + parallel_axis(m, c - com)
     return mass, com, 0.5 * (inertia + inertia.T)
 
 

@@ -11,50 +11,37 @@ on simulated time; the real-time factor is simulated s per `now` s since the fir
 an answer. What a person should read goes to `events` as (level, text, throttle).
 """
 
-from collections import deque
-
 import numpy as np
 
-from .control import effort_limits, gain_vector
-from .model import to_chain_order
-from .parameters import payload_model, unset
+from .cores import REPORT_EVERY, Events, JointSettings
+from .parameters import payload_model
 from .simulation import Simulation, default_initial_positions
-
-REPORT_EVERY = 5.0  # s of simulated time between two deadline reports
 
 
 def simulator_settings(chain, value, order=None):
     """Settings for SimulatorCore from the simulator's parameters, read by value(name) (see
     dyn_control.parameters.SIMULATOR, whose checks the node has run); per-joint values in
     `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter."""
-    n = chain.n
-    order = np.arange(n) if order is None else order
-    q0, override = value("initial_positions"), value("effort_limits")
-    if unset(q0):
-        q0 = default_initial_positions(chain)
-    else:
-        q0 = np.atleast_1d(np.asarray(q0, dtype=float))
-        if q0.shape != (n,) or not np.all(np.isfinite(q0)):
-            raise ValueError(f"initial_positions must be {n} finite values, got {q0.tolist()}")
-        q0 = to_chain_order(q0, order)
+    joints = JointSettings(chain, value, order)
+    q0 = joints.positions("initial_positions")
     dt = value("dt")
     if value("command_type") == "joint_state" and value("synchronous"):
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")
     return dict(
-        q0=q0, dt=dt, integrator=value("integrator"),
-        limits=effort_limits(chain, () if unset(override) else to_chain_order(
-            gain_vector(override, n, "effort_limits"), order)),
+        q0=default_initial_positions(chain) if q0 is None else q0, dt=dt,
+        integrator=value("integrator"), limits=joints.effort_limits(),
         publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
         synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
         command_timeout=value("command_timeout"),
         model=payload_model(chain, value))
 
 
-class SimulatorCore:
+class SimulatorCore(Events):
     """The simulation, the last command, brakes, the command timeout and deadline accounting."""
 
     def __init__(self, chain, settings):
+        super().__init__()
         self.chain = chain  # from the URDF; the simulation runs settings["model"] (payload)
         s = self.settings = settings
         self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"])
@@ -68,14 +55,6 @@ class SimulatorCore:
         self.timeouts = 0
         self.pace = None  # (now, sim t) at the first command: the real-time factor counts from it
         self._next_report = REPORT_EVERY
-        self.events = deque()  # appended and drained from different threads
-
-    def _say(self, level, text, throttle=False):
-        self.events.append((level, text, throttle))
-
-    def drain(self):
-        """The events since the last drain, oldest first."""
-        return [self.events.popleft() for _ in range(len(self.events))]
 
     def set_model(self, model):
         """A new payload: the next step carries it."""

@@ -13,10 +13,10 @@ set-point: it applies at once.
 
 import numpy as np
 
-from .model import position_bounds
+from .model import as_limit, position_bounds
 
 
-def _segment(p0, v0, a0, p1, v1, a1, T, kind):
+def _segment(p0, v0, acc0, p1, v1, acc1, T, kind):
     """Coefficients c (6, n) of p(s) = sum c_k s^k on [0, T] meeting the boundary values."""
     n = p0.shape[0]
     c = np.zeros((6, n))
@@ -27,10 +27,10 @@ def _segment(p0, v0, a0, p1, v1, a1, T, kind):
         c[2] = (3 * (p1 - p0) - (2 * v0 + v1) * T) / T**2
         c[3] = (-2 * (p1 - p0) + (v0 + v1) * T) / T**3
     else:  # quintic
-        c[0], c[1], c[2] = p0, v0, a0 / 2
-        h = p1 - p0 - v0 * T - a0 * T**2 / 2
-        dv = v1 - v0 - a0 * T
-        da = a1 - a0
+        c[0], c[1], c[2] = p0, v0, acc0 / 2
+        h = p1 - p0 - v0 * T - acc0 * T**2 / 2
+        dv = v1 - v0 - acc0 * T
+        da = acc1 - acc0
         c[3] = (10 * h - 4 * dv * T + da * T**2 / 2) / T**3
         c[4] = (-15 * h + 7 * dv * T - da * T**2) / T**4
         c[5] = (6 * h - 3 * dv * T + da * T**2 / 2) / T**5
@@ -73,14 +73,14 @@ class Trajectory:
         acc = np.zeros((k, n)) if accelerations is None else np.asarray(accelerations, dtype=float)
         self.start_time = float(start_time)
         self.end_time = self.start_time + times[-1]
-        p0, v0, a0 = (np.asarray(x, dtype=float) for x in start)
+        p0, v0, acc0 = (np.asarray(x, dtype=float) for x in start)
         if times[0] <= 0.0:  # the first waypoint applies at once (streaming set-point)
             self.knots = times.copy()
             segments_from = [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
             segments_to = [(positions[i + 1], vel[i + 1], acc[i + 1]) for i in range(k - 1)]
         else:
             self.knots = np.concatenate([[0.0], times])
-            segments_from = [(p0, v0, a0)] + [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
+            segments_from = [(p0, v0, acc0)] + [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
             segments_to = [(positions[i], vel[i], acc[i]) for i in range(k)]
         self.coeffs = np.array([
             _segment(*a, *b, T, self.kind)
@@ -169,7 +169,7 @@ def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2
     df = w1 * np.cos(w1 * t) + 0.5 * w2 * np.cos(w2 * t)
     ddf = -(w1**2) * np.sin(w1 * t) - 0.5 * w2**2 * np.sin(w2 * t)
     if velocity is not None:  # the velocity is linear in A: scale each joint to fit its limit
-        limit = np.where(np.asarray(velocity, dtype=float) > 0, velocity, np.inf)
+        limit = as_limit(velocity)
         peak = np.abs(amp * (dw * f + w * df)).max(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             amp = amp * np.minimum(1.0, np.where(peak > 0, 0.9 * limit / peak, 1.0))

@@ -139,7 +139,7 @@ def test_rk4_energy_drift_in_free_motion(arm_name, q0, bound):
     chain = load_chain(URDF_DIR / f"{arm_name}.urdf")
     sim = Simulation(chain, q0, 1e-3)
     sim.damping = np.zeros(chain.n)
-    sim.lower[:], sim.upper[:] = -np.inf, np.inf
+    sim.position_min[:], sim.position_max[:] = -np.inf, np.inf
 
     def energy():
         return kinetic_energy(chain, sim.q, sim.qd) + potential_energy(chain, sim.q)
@@ -177,7 +177,7 @@ def test_damping_dissipates_and_effort_saturates(two_link):
 
 def test_position_limits_stop_the_joint(two_link):
     sim = Simulation(two_link, [0.0, 0.0], 1e-3)
-    sim.lower, sim.upper = np.array([-0.2, -3.0]), np.array([3.0, 3.0])
+    sim.position_min, sim.position_max = np.array([-0.2, -3.0]), np.array([3.0, 3.0])
     for _ in range(2000):  # the arm falls onto joint 1's lower limit
         sim.step(np.zeros(2))
         assert sim.q[0] >= -0.2

@@ -12,7 +12,7 @@ import pytest
 
 from arm_sweep import arm_paths, load_arm
 from conftest import require, robots_dir
-from dyn_control import kernels, kinematics, load_chain, mass_matrix
+from dyn_control import kinematics, load_chain, mass_matrix
 from examples import random_chain_urdf
 
 pin = require("pinocchio")

@@ -8,7 +8,6 @@ to the controller from the start (matched model), and the issue's bounds.
 
 import sys
 
-import numpy as np
 import pytest
 
 from conftest import PACKAGE_DIR
@@ -19,7 +18,7 @@ from harness.demo import closed_loop, tracking_figures  # noqa: E402
 BENT = [0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0]
 PAYLOAD = {"payload_mass": 1.5, "payload_com": [0.0, 0.0, 0.1]}
 SIMULATOR = {"initial_positions": BENT, **PAYLOAD}
-W = 40.0  # rad/s, the README's tuning rule: kp 3 w^2, kd 3 w, ki w^3
+W = 40.0  # rad/s, docs/controller.md's tuning rule: kp 3 w^2, kd 3 w, ki w^3
 INTEGRAL = {"kp": 3 * W**2, "kd": 3 * W, "ki": W**3}
 
 

@@ -57,6 +57,21 @@ def test_loads_file_string_and_xacro(tmp_path):
     assert from_xacro.joint_names == ["j1"] and from_xacro.mass[0] == pytest.approx(1.0)
 
 
+def test_a_xacro_that_finds_a_package_outside_ros_says_what_to_do(tmp_path, monkeypatch):
+    # $(find pkg) resolves through the ament index: a plain venv has none
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    xacro_file = tmp_path / "my_robot.urdf.xacro"
+    xacro_file.write_text('<?xml version="1.0"?>\n<robot name="r" xmlns:xacro='
+                          '"http://www.ros.org/wiki/xacro"><xacro:include filename='
+                          '"$(find my_robot_description)/urdf/arm.xacro"/></robot>\n')
+    with pytest.raises(URDFError) as raised:
+        load_chain(xacro_file)
+    message = str(raised.value)
+    assert "my_robot.urdf.xacro" in message and "ROS install" in message
+    assert "xacro my_robot.urdf.xacro > robot.urdf" in message
+    assert message.count("AMENT_PREFIX_PATH") == 1  # not xacro's line twice over
+
+
 def test_missing_file_is_named():
     with pytest.raises(URDFError, match="no_such.urdf"):
         load_chain("/tmp/no_such.urdf")

@@ -12,6 +12,7 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from ..control import first_non_finite
 from ..goals import Request
 from ..kinematics import matrix_quaternion, quaternion_matrix
 
@@ -85,10 +86,11 @@ class JointStateReader:
         if idx is not None:
             q, qd = q[idx], qd[idx]
         if not math.isfinite(sum(position) + sum(velocity)):  # which joint is it (if ours)?
-            bad = ~(np.isfinite(q) & np.isfinite(qd))
-            if bad.any():  # (else it is another joint, or the sum overflowed)
+            # 0 * x is 0 for a finite x, NaN otherwise; None: another joint, or the sum overflowed
+            bad = first_non_finite(0.0 * q + 0.0 * qd)
+            if bad is not None:
                 raise BadMessage(f"joint state has a non-finite value for joint "
-                                 f"'{self.joint_names[int(np.argmax(bad))]}'")
+                                 f"'{self.joint_names[bad]}'")
         return q, qd
 
 
@@ -157,8 +159,9 @@ def read_effort_command(msg, n):
     tau = np.asarray(msg.data, dtype=float)
     if tau.shape != (n,):
         raise BadMessage(f"effort command has {tau.size} values, expected {n}")
-    if not np.all(np.isfinite(tau)):
-        raise BadMessage(f"effort command has a non-finite value at index {int(np.argmax(~np.isfinite(tau)))}")
+    bad = first_non_finite(tau)
+    if bad is not None:
+        raise BadMessage(f"effort command has a non-finite value at index {bad}")
     return tau
 
 
@@ -179,9 +182,9 @@ def read_joint_command(msg, joint_names):
         raise BadMessage(f"joint command has {len(msg.effort)} efforts for {len(names)} joints "
                          "(every joint needs an effort command interface)")
     tau = np.array([msg.effort[where[name]] for name in joint_names])
-    if not np.all(np.isfinite(tau)):
-        raise BadMessage(f"joint command has a non-finite effort for joint "
-                         f"'{joint_names[int(np.argmax(~np.isfinite(tau)))]}'")
+    bad = first_non_finite(tau)
+    if bad is not None:
+        raise BadMessage(f"joint command has a non-finite effort for joint '{joint_names[bad]}'")
     return tau
 
 
@@ -230,7 +233,7 @@ class ControllerStateWriter:
 
 def _finite(values, what):
     values = np.array(values, dtype=float)
-    if not np.all(np.isfinite(values)):
+    if first_non_finite(values) is not None:
         raise BadMessage(f"{what} has a non-finite value: {values.tolist()}")
     return values
 
