@@ -36,7 +36,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from dyn_control.nodes import messages
-from dyn_control.nodes.common import read_diagnostics
+from dyn_control.nodes.diagnostics import read_diagnostics
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the source tree
 from harness import processes  # noqa: E402

@@ -2,7 +2,7 @@
 
 It receives /joint_states and publishes what our controller publishes per tick, without the
 computation: a Float64MultiArray on /effort_controller/commands and the state, stamp kept, on
-~/reference. It runs through the same dyn_control.nodes.common.run as our nodes (same
+~/reference. It runs through the same dyn_control.nodes.process.run as our nodes (same
 executor parameter, same signal handling), so the two differ only by the control step.
 """
 
@@ -10,7 +10,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from dyn_control.nodes.common import declare_parameters, reliability, run
+from dyn_control.nodes.params import declare_parameters, reliability
+from dyn_control.nodes.process import run
 from dyn_control.parameters import QOS_RELIABILITY, Table
 
 

@@ -10,7 +10,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 from dyn_control.nodes import messages
-from dyn_control.nodes.common import read_diagnostics
+from dyn_control.nodes.diagnostics import read_diagnostics
 
 from .background import BackgroundNode
 

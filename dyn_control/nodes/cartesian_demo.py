@@ -21,7 +21,8 @@ from rclpy.node import Node
 from .. import kinematics
 from ..parameters import CARTESIAN_DEMO
 from . import messages
-from .common import declare_parameters, run
+from .params import declare_parameters
+from .process import run
 
 CONTROLLER = "/computed_torque_controller"
 SIMULATOR = "/dynamics_simulator"

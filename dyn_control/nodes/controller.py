@@ -27,9 +27,11 @@ from ..goals import Request
 from ..parameters import CONTROLLER
 from ..simulation import default_initial_positions
 from . import messages, trajectory_action
-from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
-                     log_events, parameter_reader, publish_diagnostics, reliability, run,
-                     set_parameters_callback, warn_throttled)
+from .diagnostics import log_events, publish_diagnostics, warn_throttled
+from .model_source import build_chain, configure_from_model
+from .params import (StartupError, declare_parameters, parameter_reader, reliability,
+                     set_parameters_callback)
+from .process import run
 
 
 class ComputedTorqueController(Node):

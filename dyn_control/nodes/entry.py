@@ -1,7 +1,7 @@
 """The nodes' console scripts. Each installs its SIGINT and SIGTERM handlers before it imports
 anything heavy (rclpy, numba: over a second on a loaded machine), so that Ctrl-C from
 `ros2 launch` at any moment of start-up ends the process at once with exit code 0. Once the
-node module is loaded, nodes.common.run takes the signals over."""
+node module is loaded, nodes.process.run takes the signals over."""
 
 import importlib
 import os

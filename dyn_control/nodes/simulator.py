@@ -34,12 +34,13 @@ from std_msgs.msg import Float64MultiArray
 
 from ..model import to_chain_order
 from ..parameters import SIMULATOR, payload_model
-from ..simulation import default_initial_positions  # noqa: F401  (tests import it from here)
 from ..simulator_core import SimulatorCore, simulator_settings
 from . import messages
-from .common import (StartupError, build_chain, configure_from_model, declare_parameters,
-                     log_events, parameter_reader, publish_diagnostics,
-                     reliability, run, set_parameters_callback)
+from .diagnostics import log_events, publish_diagnostics
+from .model_source import build_chain, configure_from_model
+from .params import (StartupError, declare_parameters, parameter_reader, reliability,
+                     set_parameters_callback)
+from .process import run
 
 
 class DynamicsSimulator(Node):

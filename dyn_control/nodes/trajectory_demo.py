@@ -17,7 +17,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..parameters import TRAJECTORY_DEMO
 from ..trajectory import sine_waypoints
 from . import messages, trajectory_action
-from .common import StartupError, build_chain, declare_parameters, model_text, run
+from .model_source import build_chain, model_text
+from .params import StartupError, declare_parameters
+from .process import run
 
 CONTROLLER = "/computed_torque_controller"
 

@@ -1,0 +1,64 @@
+"""What a node tells people: /diagnostics (stamped on the node's clock, /clock under
+use_sim_time), the events a core said, and warnings throttled per cause."""
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
+
+
+_LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN}
+
+
+def publish_diagnostics(node, status, period=1.0):
+    """/diagnostics (diagnostic_msgs/DiagnosticArray) every `period` s of steady time: one status
+    named after the node from status() -> (level "OK" | "WARN", message, {key: value}), or
+    nothing while status() is None."""
+    publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+    def publish():
+        got = status()
+        if got is None:
+            return
+        level, message, values = got
+        msg = DiagnosticArray()
+        msg.header.stamp = node.get_clock().now().to_msg()
+        msg.status = [DiagnosticStatus(
+            level=_LEVELS[level], name=node.get_name(), message=message, hardware_id="dyn_control",
+            values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])]
+        publisher.publish(msg)
+
+    node.create_timer(period, publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def read_diagnostics(msg):
+    """DiagnosticArray -> {status name: {key: value}}, numbers as floats where they parse."""
+    def number(text):
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return {s.name: {kv.key: number(kv.value) for kv in s.values} for s in msg.status}
+
+
+def log_events(node, core):
+    """Log what a core said since the last call, at its level (throttled where it asks)."""
+    logger = node.get_logger()  # (rclpy fixes a call site's severity: one call per level)
+    for level, text, throttle in core.drain():
+        seconds = 1.0 if throttle else 0.0
+        if level == "info":
+            logger.info(text)
+        elif level == "warning":
+            logger.warning(text, throttle_duration_sec=seconds)
+        else:
+            logger.error(text, throttle_duration_sec=seconds)
+
+
+def warn_throttled(node, key, text, period=1.0):
+    """A warning at most once per `period` s of steady time for each `key` (rclpy throttles
+    per call site, which would let one bad input hide another's reason)."""
+    now = time.monotonic()
+    last = node.__dict__.setdefault("_warned_at", {})
+    if now - last.get(key, -float("inf")) >= period:
+        last[key] = now
+        node.get_logger().warning(text)

@@ -1,0 +1,71 @@
+"""A node's parameters from the tables of dyn_control.parameters: declaration with the start-up
+check, the reader the settings functions take, run-time changes (`ros2 param set`), and the QoS
+that `qos_reliability` names."""
+
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from ..parameters import PAYLOAD_PARAMETERS
+
+
+class StartupError(RuntimeError):
+    """Bad configuration: the node cannot run. The message is the one line the user sees."""
+
+
+def declare_parameters(node, params):
+    """Declare every parameter of `params` (a dyn_control.parameters table, or the per-joint
+    entries of one: Table.for_joints) and check the values given at start-up; StartupError
+    names a bad one and its value."""
+    params = list(params)
+    for p in params:
+        node.declare_parameter(p.name, p.default, ParameterDescriptor(
+            description=p.description, dynamic_typing=p.any_type or p.default is None))
+    try:
+        for p in params:
+            p.check(node.get_parameter(p.name).value)
+    except ValueError as err:
+        raise StartupError(f"parameter {err}") from err
+
+
+def parameter_reader(node, changes=None):
+    """value(name): the parameter's value, or its new value in `changes` (a set in progress)."""
+    changes = changes or {}
+    return lambda name: changes[name] if name in changes else node.get_parameter(name).value
+
+
+def set_parameters_callback(node, table, apply):
+    """Run-time changes (`ros2 param set`): refused with the reason when the table fixes the
+    parameter or its check fails, or when apply(changes) raises ValueError; the old value
+    stays. apply takes the change to the node."""
+    def on_set(params):
+        changes = {p.name: p.value for p in params}
+        fixed = [name for name in changes
+                 if table.find(name) is not None and not table.find(name).run_time]
+        if fixed:
+            return SetParametersResult(successful=False,
+                                       reason=f"{fixed[0]} cannot change while the node runs")
+        try:
+            table.check(changes)
+            apply(changes)
+        except ValueError as err:
+            return SetParametersResult(successful=False, reason=str(err))
+        if changes.keys() & set(PAYLOAD_PARAMETERS):
+            node.get_logger().info(payload_summary(parameter_reader(node, changes)))
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
+
+
+def payload_summary(value):
+    """One line for the log: the payload the parameters read by value(name) describe."""
+    com = ", ".join(f"{float(c):g}" for c in value("payload_com"))
+    inertia = ", ".join(f"{float(c):g}" for c in value("payload_inertia"))
+    return (f"payload {float(value('payload_mass')):g} kg on '{value('payload_link') or 'the tip link'}', "
+            f"com [{com}] m, inertia [{inertia}] kg m^2")
+
+
+def reliability(node):
+    """QoS for the loop's topics from the `qos_reliability` parameter (checked by the node's
+    table); depth 1: only the newest state or command matters."""
+    policies = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
+    return QoSProfile(depth=1, reliability=policies[node.get_parameter("qos_reliability").value])
