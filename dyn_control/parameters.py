@@ -1,9 +1,9 @@
 """The nodes' parameters, one table per node: name, default, description, whether it can change
 at run time, and the check its value must pass. The table drives the declaration, the
-validation at start-up and on `ros2 param set` alike, the read-only list and the README's
-parameter tables (`python -m dyn_control.parameters` prints them; a test keeps them equal).
+validation at start-up and on `ros2 param set` alike, the read-only list and the generated page
+docs/parameters.md (`python -m dyn_control.parameters` prints it; a test keeps them equal).
 
-Pure Python: the nodes turn an entry into a ROS declaration (dyn_control.nodes.common).
+Pure Python: the nodes turn an entry into a ROS declaration (dyn_control.nodes.params).
 """
 
 import math
@@ -24,9 +24,10 @@ class Param:
     """One parameter. default None: unset (any type; the node derives the value). `choices`,
     or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
     per-joint values (a scalar or one per joint) are checked where the joint count is known.
-    `dynamic` allows any type (a scalar or a list, an integer for a float). A name with
-    `<joint>` in it stands for one parameter per controlled joint (JTC's `constraints.<joint>.
-    goal`), declared once the joints are known (Table.for_joints)."""
+    `any_type` allows any type (a scalar or a list, an integer for a float: ROS's dynamic
+    typing); `run_time`, whether `ros2 param set` may change it. A name with `<joint>` in it
+    stands for one parameter per controlled joint (JTC's `constraints.<joint>.goal`), declared
+    once the joints are known (Table.for_joints)."""
 
     name: str
     default: object
@@ -36,8 +37,8 @@ class Param:
     low: float = None
     high: float = None
     open_low: bool = False
-    dynamic: bool = False
-    readme_default: str = None  # how the README shows the default, when not the value itself
+    any_type: bool = False
+    shown_default: str = None  # how docs/parameters.md shows the default, if not the value
 
     def check(self, value, name=None):
         """ValueError naming the parameter (`name`: one a per-joint entry stands for) and the
@@ -105,11 +106,11 @@ class Table:
                 param.check(value, name)
 
     def markdown(self, params=None):
-        """The README's table of `params` (default: all of the table): parameter, default,
-        whether `ros2 param set` can change it, meaning."""
+        """The markdown table of `params` (default: all of the table) in docs/parameters.md:
+        parameter, default, whether `ros2 param set` can change it, meaning."""
         rows = ["| parameter | default | run time | meaning |", "|---|---|---|---|"]
         for p in self.params.values() if params is None else params:
-            default = p.readme_default if p.readme_default is not None else (
+            default = p.shown_default if p.shown_default is not None else (
                 f"`{p.default}`" if isinstance(p.default, str) and p.default else
                 '""' if p.default == "" else str(p.default).lower() if isinstance(p.default, bool)
                 else str(p.default))
@@ -124,27 +125,27 @@ MODEL = (
           run_time=False),
     Param("joints", [""], "controlled joints, in the order of the effort command (ros2_control "
           "style); joints on several branches (a torso and two arms) make a tree", run_time=False,
-          readme_default="chain's joints"),
+          shown_default="chain's joints"),
     Param("root_link", "", "chain base (see `load_chain`)", run_time=False,
-          readme_default="URDF root"),
+          shown_default="URDF root"),
     Param("tip_link", "", "chain end (see `load_chain`)", run_time=False,
-          readme_default="end of the longest path"),
+          shown_default="end of the longest path"),
     QOS_RELIABILITY := Param("qos_reliability", "reliable", "QoS of `/joint_states` and the effort commands: "
           "`reliable` or `best_effort` (for lossy links); depth 1, so a late tick uses the newest "
           "message", run_time=False, choices=("reliable", "best_effort")),
     EXECUTOR := Param("executor", "events", "rclpy executor: `events` "
                       "(rclpy.experimental.EventsExecutor), `single_threaded` or "
-                      "`multi_threaded` (see the loop benchmark)", run_time=False,
+                      "`multi_threaded` ([measured](benchmarks.md#the-executors-compared))", run_time=False,
                       choices=EXECUTORS),
 )
 
 PAYLOAD = (
-    Param("payload_mass", 0.0, "kg of a rigid payload the arm carries; 0 = none", dynamic=True),
+    Param("payload_mass", 0.0, "kg of a rigid payload the arm carries; 0 = none", any_type=True),
     Param("payload_com", [0.0, 0.0, 0.0], "m, its centre of mass in `payload_link`'s frame",
-          dynamic=True),
+          any_type=True),
     Param("payload_inertia", [0.0] * 6, "kg·m², ixx, iyy, izz, ixy, ixz, iyz about its centre "
-          "of mass", dynamic=True),
-    Param("payload_link", "", "the link that carries it", readme_default='"" = tip link'),
+          "of mass", any_type=True),
+    Param("payload_link", "", "the link that carries it", shown_default='"" = tip link'),
 )
 
 # Trajectory goals, with joint_trajectory_controller's names and defaults (dyn_control.goals)
@@ -156,72 +157,73 @@ GOALS = (
     Param("allow_nonzero_velocity_at_trajectory_end", False, "take a trajectory whose last "
           "point still moves; false: refused with INVALID_GOAL"),
     Param("action_monitor_rate", 20.0, "Hz (steady clock) of the action's feedback and of its "
-          "check for a finished goal", run_time=False, low=0.1, dynamic=True),
+          "check for a finished goal", run_time=False, low=0.1, any_type=True),
     Param("state_publish_rate", 50.0, "Hz (state time) of `~/controller_state`; at or above "
           "the state rate it goes out on every tick", run_time=False, low=0.0, open_low=True,
-          dynamic=True),
+          any_type=True),
     Param("constraints.goal_time", 0.0, "s after the trajectory's end within which the goal "
           "tolerances must hold, else GOAL_TOLERANCE_VIOLATED; 0 = no limit", low=0.0,
-          dynamic=True),
+          any_type=True),
     Param("constraints.stopped_velocity_tolerance", 0.01, "rad/s or m/s: the goal tolerance "
-          "on every joint's velocity; 0 = not checked", low=0.0, dynamic=True),
+          "on every joint's velocity; 0 = not checked", low=0.0, any_type=True),
     Param("constraints.<joint>.trajectory", 0.0, "rad or m: the joint's path tolerance on "
-          "position, else PATH_TOLERANCE_VIOLATED; 0 = not checked", low=0.0, dynamic=True),
+          "position, else PATH_TOLERANCE_VIOLATED; 0 = not checked", low=0.0, any_type=True),
     Param("constraints.<joint>.goal", 0.0, "rad or m: the joint's goal tolerance on position "
-          "at the end; 0 = not checked", low=0.0, dynamic=True),
+          "at the end; 0 = not checked", low=0.0, any_type=True),
 )
 
 # The cartesian_impedance mode (dyn_control.cartesian); per-joint values in `joints` order
 CARTESIAN = (
     Param("ee_link", "", "the link whose pose the mode controls: any link the chain moves",
-          readme_default='"" = tip link'),
+          shown_default='"" = tip link'),
     Param("ee_links", [""], "several such links, one task each in one Jacobian with one "
           "nullspace (both hands of a tree); their topics are `~/<link>/target_pose`, "
           "`~/<link>/target_wrench` and `~/<link>/current_pose`; overrides `ee_link`",
-          run_time=False, readme_default="unset = `ee_link` alone"),
+          run_time=False, shown_default="unset = `ee_link` alone"),
     Param("cartesian_stiffness", list(DEFAULT_STIFFNESS), "K: x, y, z in N/m, then rx, ry, rz "
-          "in N·m/rad (base axes); with `ee_links`, 6 for all or 6 per link", dynamic=True),
+          "in N·m/rad (base axes); with `ee_links`, 6 for all or 6 per link", any_type=True),
     Param("cartesian_damping", None, "D, 6 values as K; unset: critical, 2√K with "
           "`operational_space`, else for each mode of the arm's inertia Λ at the pose "
           "(2 Λ^½ (Λ^-½ K Λ^-½)^½ Λ^½)",
-          dynamic=True, readme_default="unset = critical"),
+          any_type=True, shown_default="unset = critical"),
     Param("nullspace_stiffness", DEFAULT_NULLSPACE_STIFFNESS, "N·m/rad toward the posture, a "
-          "scalar or one per joint", dynamic=True),
+          "scalar or one per joint", any_type=True),
     Param("nullspace_damping", None, "N·m·s/rad, a scalar or one per joint, on the nullspace "
           "velocity; unset: 2√(K_n I_i), critical for each joint's effective inertia I_i = "
-          "1/(M⁻¹)_ii", dynamic=True,
-          readme_default="unset = critical"),
+          "1/(M⁻¹)_ii", any_type=True,
+          shown_default="unset = critical"),
     Param("nullspace_posture", None, "rad or m, one per joint: the posture the nullspace "
-          "holds (`~/target_joint` changes it)", dynamic=True,
-          readme_default="unset = the posture on entering the mode"),
+          "holds (`~/target_joint` changes it)", any_type=True,
+          shown_default="unset = the posture on entering the mode"),
     Param("operational_space", False, "F = Λ(K e − D ẋ − J̇q̇) + w: the error moves as a "
           "unit-mass spring-damper in every direction (K in 1/s²); false: the impedance F = "
           "K e − D ẋ − ΛJ̇q̇ + w"),
     Param("max_pose_error", list(DEFAULT_MAX_POSE_ERROR), "m, rad: the position and the "
-          "rotation error are clipped to these norms (0: no clip)", dynamic=True),
+          "rotation error are clipped to these norms (0: no clip)", any_type=True),
     Param("target_filter", 0.0, "s, time constant of a first-order filter on the target pose; "
-          "0 = off", low=0.0, dynamic=True),
+          "0 = off", low=0.0, any_type=True),
 )
 
 CONTROLLER = Table(
     *MODEL,
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q_d, q̇_d, q̈_d) + "
-          "PD), `gravity_pd` (g(q) + PD) or `cartesian_impedance` (below)",
+          "PD), `gravity_pd` (g(q) + PD) or `cartesian_impedance` ([cartesian.md](cartesian.md))",
           choices=(*MODES, CARTESIAN_IMPEDANCE)),
-    Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", dynamic=True),
+    Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True),
     Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
-          "response", dynamic=True, readme_default="unset = 2√kp"),
-    Param("ki", 0.0, "1/s³, integral gain, a scalar or one per joint; 0 = off (see \"When the "
-          "model is wrong\")", dynamic=True),
+          "response", any_type=True, shown_default="unset = 2√kp"),
+    Param("ki", 0.0, "1/s³, integral gain, a scalar or one per joint; 0 = off ([when the "
+          "model is wrong](controller.md#when-the-model-is-wrong))", any_type=True),
     Param("integral_limit", DEFAULT_INTEGRAL_LIMIT, "rad·s, a scalar or one per joint: the "
-          "clamp on each joint's error integral (anti-windup)", dynamic=True),
+          "clamp on each joint's error integral (anti-windup)", any_type=True),
     *PAYLOAD,
     Param("trajectory_check", "reject", "a trajectory that needs more torque or velocity than "
           "the limits: `reject` (the running one continues), `warn` (run it, log it) or `off`",
           choices=("reject", "warn", "off")),
     Param("effort_limits", None, "N·m, a scalar or one per joint: overrides the URDF effort "
-          "limits the command is saturated to", dynamic=True, readme_default="URDF"),
-    Param("friction_compensation", True, "add the URDF's joint damping and friction (below)"),
+          "limits the command is saturated to", any_type=True, shown_default="URDF"),
+    Param("friction_compensation", True, "add the URDF's joint damping and friction "
+          "([how](controller.md#joint-damping-and-friction-compensation))"),
     Param("friction_deadband", DEFAULT_FRICTION_DEADBAND, "rad: the friction compensation "
           "fades out within it of the target", low=0.0, open_low=True),
     Param("control_period", DEFAULT_PERIOD, "s between commands (your state period, or "
@@ -242,17 +244,17 @@ CONTROLLER = Table(
 SIMULATOR = Table(
     *MODEL,
     Param("initial_positions", None, "rad or m, in `joints` order", run_time=False,
-          dynamic=True, readme_default="zeros, or the middle of the limits where 0 is outside them"),
+          any_type=True, shown_default="zeros, or the middle of the limits where 0 is outside them"),
     Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
-          "and stops implicitly (see below)", run_time=False, low=0.0, high=0.1, open_low=True),
+          "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False, low=0.0, high=0.1, open_low=True),
     Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",
           run_time=False, choices=INTEGRATORS),
     Param("publish_rate", 1000.0, "Hz of `/joint_states`", run_time=False, low=0.0,
           open_low=True),
     Param("publish_clock", False, "publish /clock for nodes with `use_sim_time`", run_time=False,
-          readme_default="false (true in config)"),
+          shown_default="false (true in config)"),
     Param("synchronous", True, "wait for the command that answers each published state, then "
-          "step (below); false: free running", run_time=False),
+          "step ([synchronous](simulator.md#synchronous-and-free-running)); false: free running", run_time=False),
     Param("sync_timeout", 0.1, "wall s to wait for that answer before stepping on the last "
           "command (a missed deadline)", run_time=False, low=0.0, open_low=True),
     Param("real_time_factor", 1.0, "at most this many simulated s per wall s; 0 runs as fast as "
@@ -260,18 +262,18 @@ SIMULATOR = Table(
     Param("wait_for_command", True, "joints braked (time runs) until the first command, so the "
           "arm does not fall while the controller starts", run_time=False),
     Param("effort_limits", None, "N·m, a scalar or one per joint: the applied effort is "
-          "saturated to them", run_time=False, dynamic=True, readme_default="URDF"),
+          "saturated to them", run_time=False, any_type=True, shown_default="URDF"),
     Param("command_timeout", 0.2, "s without a command before the effort drops to zero (0 = "
           "never): simulated s when synchronous, wall s when free running", run_time=False,
           low=0.0),
     Param("command_type", "float64_multi_array", "`float64_multi_array`: effort commands on "
           "`/effort_controller/commands`, states on `/joint_states`; `joint_state`: the peer of "
           "ros2_control's topic-based hardware (JointStateTopicSystem), efforts by name on "
-          "`/robot_joint_commands`, states on `/robot_joint_states`, free running (below)",
+          "`/robot_joint_commands`, states on `/robot_joint_states`, free running ([ros2_control.md](ros2_control.md))",
           run_time=False, choices=("float64_multi_array", "joint_state")),
     *(Param(p.name, p.default, p.description + " (the load the simulated arm carries: tests put "
             "one here that the controller does not know)" if p.name == "payload_mass" else
-            p.description, dynamic=p.dynamic, readme_default=p.readme_default) for p in PAYLOAD),
+            p.description, any_type=p.any_type, shown_default=p.shown_default) for p in PAYLOAD),
 )
 
 TRAJECTORY_DEMO = Table(
@@ -296,7 +298,7 @@ CARTESIAN_DEMO = Table(
     Param("circles", 1, "circles to go", run_time=False, low=0.0),
     Param("settle", 1.5, "s held before the push and after it", run_time=False, low=0.0),
     Param("push_force", [10.0, 0.0, 0.0], "N, base axes: the simulator's push on the end "
-          "effector", run_time=False, dynamic=True),
+          "effector", run_time=False, any_type=True),
     Param("push_duration", 1.0, "s of pushing", run_time=False, low=0.0),
     EXECUTOR,
 )
@@ -317,17 +319,26 @@ def payload_model(chain, value):
                               value("payload_inertia"), value("payload_link") or None)
 
 
-def readme_tables():
-    """(title, markdown) of each parameter table the README shows."""
+def tables():
+    """(title, markdown) of each parameter table, in the order of docs/parameters.md."""
     controller = tuple(p for p in CONTROLLER.params.values() if p not in GOALS + CARTESIAN)
     return (("computed_torque_controller", CONTROLLER.markdown(controller)),
-            ("computed_torque_controller, trajectory goals", CONTROLLER.markdown(GOALS)),
-            ("computed_torque_controller, cartesian_impedance", CONTROLLER.markdown(CARTESIAN)),
+            ("computed_torque_controller: trajectory goals", CONTROLLER.markdown(GOALS)),
+            ("computed_torque_controller: cartesian_impedance", CONTROLLER.markdown(CARTESIAN)),
             ("dynamics_simulator", SIMULATOR.markdown()),
             ("trajectory_demo", TRAJECTORY_DEMO.markdown()),
             ("cartesian_demo", CARTESIAN_DEMO.markdown()))
 
 
+def parameters_page():
+    """docs/parameters.md, generated from the tables that declare and check the parameters."""
+    sections = "".join(f"\n## {title}\n\n{table}\n" for title, table in tables())
+    return ("# Parameters\n\n"
+            "Generated from `dyn_control/parameters.py`, the tables that declare and check every\n"
+            "parameter, by `python -m dyn_control.parameters > docs/parameters.md`; a test keeps\n"
+            "this page equal to them. \"run time: yes\": `ros2 param set` can change it on a\n"
+            "running node, checked as at start-up.\n" + sections)
+
+
 if __name__ == "__main__":
-    for title, table in readme_tables():
-        print(f"{title}:\n\n{table}\n")
+    print(parameters_page(), end="")

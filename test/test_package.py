@@ -40,9 +40,9 @@ def test_setup_py_installs_share_files_and_console_scripts_without_pypi_deps():
     assert "lib/dyn_control" in (PACKAGE_DIR / "setup.cfg").read_text()
 
 
-def test_readme_parameter_tables_are_the_parameter_tables():
-    # the tables declare and check the parameters; the README shows them as generated
-    from dyn_control.parameters import readme_tables
-    readme = (PACKAGE_DIR / "README.md").read_text()
-    for title, table in readme_tables():
-        assert table in readme, f"{title}: run .venv/bin/python -m dyn_control.parameters"
+def test_the_parameters_page_is_the_parameter_tables():
+    # the tables declare and check the parameters; docs/parameters.md shows them as generated
+    from dyn_control.parameters import parameters_page
+    page = (PACKAGE_DIR / "docs" / "parameters.md").read_text()
+    assert page == parameters_page(), (
+        "run .venv/bin/python -m dyn_control.parameters > docs/parameters.md")
