@@ -1,6 +1,8 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
 #   make demo   closed-loop simulated arm (ARM=default_arm, two_link or dual_arm; MODE=cartesian)
 #   make test   the whole test suite (what CI runs)
+#   make test-fast  the tests that start no processes (the library and the cores), for iteration
+#   make soak   the 10-minute soak (make test runs a 2-minute one)
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
 # demo and test build a stand-in control_msgs into the venv once, about 30 s (the
@@ -12,7 +14,7 @@ PY := $(VENV)/bin/python
 ARM ?= default_arm
 MODE ?=
 
-.PHONY: demo test bench bench-loop venv venv-test clean
+.PHONY: demo test test-fast soak bench bench-loop venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
@@ -41,6 +43,12 @@ demo: $(VENV)/.runtime $(VENV)/.control_msgs
 
 test: $(VENV)/.test $(VENV)/.control_msgs
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test
+
+test-fast: $(VENV)/.test
+	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q -m "not processes" test
+
+soak: $(VENV)/.test
+	DYN_CONTROL_SOAK_SECONDS=600 $(PY) -m pytest -q -s test/test_soak.py
 
 bench: $(VENV)/.test
 	$(PY) bench/bench_dynamics.py

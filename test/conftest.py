@@ -1,4 +1,9 @@
-"""Shared test helpers: where the reference URDFs are, and the reference libraries.
+"""Shared test helpers: where the reference URDFs are, the reference libraries, and the
+`processes` marker.
+
+A test module that starts processes or a ROS graph (it imports from rclpy, subprocess or the
+process harness, harness/) is marked `processes`; `make test-fast` runs the others
+(`pytest -m "not processes"`), the library and the cores, for iteration.
 
 The reference libraries (pinocchio, example-robot-data, scipy, hypothesis) are test-only
 dependencies; `make test` installs them. Where one is missing a test is skipped with the reason,
@@ -18,6 +23,27 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PACKAGE_DIR))  # harness/, the process harness the tests share
 URDF_DIR = PACKAGE_DIR / "urdf"
 CONFIG_DIR = PACKAGE_DIR / "config"
+
+
+PROCESS_PACKAGES = {"rclpy", "subprocess", "harness"}  # what a module imports to start them
+
+
+def _starts_processes(module):
+    for value in vars(module).values():
+        origin = getattr(value, "__module__", None) or getattr(value, "__name__", None)
+        if isinstance(origin, str) and origin.split(".")[0] in PROCESS_PACKAGES:
+            return True
+    return False
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "processes: starts processes or a ROS graph (slow)")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if _starts_processes(item.module):
+            item.add_marker(pytest.mark.processes)
 
 
 def require(module):

@@ -1,13 +1,16 @@
 """SIGINT or SIGTERM at any moment of a node's start-up, from importing rclpy and numba to the
-first-run compile of the kernels, ends it within 2 s with exit code 0 (as `ros2 launch` expects on Ctrl-C: it
-escalates to SIGTERM after 5 s and reports any other code).
+first-run compile of the kernels, ends it with exit code 0 (as `ros2 launch` expects on Ctrl-C:
+it escalates to SIGTERM after 5 s and reports any other code).
 
-Each run gets an empty numba cache, so the node is compiling when the signal comes (a first
-run here compiles for 2 to 7 s, 2.3 s on an idle machine); the log shows it had not finished
-start-up.
+The signal goes at a phase the test sees happen, not after a fixed sleep: "importing" once
+rclpy's libraries are mapped into the process, "compiling" once numba has written the first
+kernel into an empty cache (each run gets its own). The log shows the node had not finished
+start-up. The end is measured (about 0.05 s here) and bounded by launch's 5 s only: a loaded
+machine may hold a process in the compiler's C code for a while before Python sees a signal.
 """
 
 import os
+import pathlib
 import signal
 import time
 
@@ -17,50 +20,74 @@ from conftest import URDF_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness import processes  # noqa: E402
+from dyn_control.nodes.process import STOP_GRACE  # noqa: E402
 
 ARM = str(URDF_DIR / "default_arm.urdf")
 READY = {"computed_torque_controller": "7 joints", "dynamics_simulator": "7 joints",
          "trajectory_demo": "sent"}
+LAUNCH_ESCALATION = 5.0  # s: ros2 launch sends SIGTERM, then SIGKILL, after this long
 
 
 def _signal_and_wait(node, sig):
     """Send sig; -> (exit code, seconds until the process ended)."""
     node.proc.send_signal(sig)
     sent = time.monotonic()
-    code = node.proc.wait(timeout=10)
+    code = node.proc.wait(timeout=30)
     return code, time.monotonic() - sent
 
 
-@pytest.mark.parametrize("name, sig, after", [
-    ("computed_torque_controller", signal.SIGINT, 0.1),  # importing rclpy and numba
-    ("computed_torque_controller", signal.SIGINT, 0.5),
-    ("computed_torque_controller", signal.SIGINT, 1.5),
-    ("computed_torque_controller", signal.SIGTERM, 1.0),
-    ("dynamics_simulator", signal.SIGINT, 1.5),
-    ("dynamics_simulator", signal.SIGTERM, 1.0),
-    ("dynamics_simulator", signal.SIGTERM, 0.2),
-    ("trajectory_demo", signal.SIGINT, 1.0),
+def _importing(node, cache):
+    """rclpy's C libraries are mapped: the node module's imports are under way."""
+    maps = pathlib.Path(f"/proc/{node.proc.pid}/maps")
+    return "librcl" in maps.read_text()
+
+
+def _compiling(node, cache):
+    """numba has cached its first kernel: the first-run compile is under way."""
+    return any(cache.rglob("*.nbi"))
+
+
+PHASES = {"importing": _importing, "compiling": _compiling}
+
+
+def _wait_for_phase(node, phase, cache, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not PHASES[phase](node, cache):
+        assert node.running() and time.monotonic() < deadline, (phase, node.log())
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("name, sig, phase", [
+    ("computed_torque_controller", signal.SIGINT, "importing"),
+    ("computed_torque_controller", signal.SIGINT, "compiling"),
+    ("computed_torque_controller", signal.SIGTERM, "importing"),
+    ("computed_torque_controller", signal.SIGTERM, "compiling"),
+    ("dynamics_simulator", signal.SIGINT, "compiling"),
+    ("dynamics_simulator", signal.SIGTERM, "importing"),
+    ("dynamics_simulator", signal.SIGTERM, "compiling"),
+    ("trajectory_demo", signal.SIGINT, "importing"),
 ])
-def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, after, tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba_cache")}
+def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, phase, tmp_path):
+    cache = tmp_path / "numba_cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     node = processes.NodeProcess(name, params={"urdf_file": ARM}, log_dir=tmp_path, env=env,
                                  domain_id=79)
     try:
-        time.sleep(after)
-        assert node.running(), node.log()
+        _wait_for_phase(node, phase, cache)
         code, took = _signal_and_wait(node, sig)
     finally:
         node.stop()
     log = node.log()
     assert READY[name] not in log, "the node had finished start-up: the test proves nothing"
-    assert code == 0 and took < 2.0, (code, took, log)
+    print(f"{name} {signal.Signals(sig).name} while {phase}: exit {code} after {took:.3f} s")
+    assert code == 0 and took < LAUNCH_ESCALATION, (code, took, log)
     assert "Traceback" not in log
 
 
 STUCK_NODE = """
 import sys, time
 from rclpy.node import Node
-from dyn_control.nodes.common import run
+from dyn_control.nodes.process import run
 
 class Stuck(Node):
     NODE_NAME = "stuck"
@@ -82,18 +109,19 @@ sys.exit(run(Stuck))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_node_stuck_in_a_callback_still_ends_within_2_s_with_code_0(sig, tmp_path):
+def test_a_node_stuck_in_a_callback_still_ends_after_the_grace_period_with_code_0(sig, tmp_path):
     # the spin never returns to check the stop flag: the signal's grace period ends it
     import sys
     node = processes.NodeProcess("stuck", log_dir=tmp_path, domain_id=79,
                                  argv=[sys.executable, "-c", STUCK_NODE])
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while "in a callback" not in node.log():
             assert node.running() and time.monotonic() < deadline, node.log()
             time.sleep(0.05)
         code, took = _signal_and_wait(node, sig)
     finally:
         node.stop()
-    assert code == 0 and 1.0 < took < 2.0, (code, took, node.log())
+    # the grace period ran out (the callback never returned), well before launch's escalation
+    assert code == 0 and STOP_GRACE <= took < LAUNCH_ESCALATION, (code, took, node.log())
     assert "did not stop within" in node.log()
