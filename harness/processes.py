@@ -53,7 +53,7 @@ def loop_env(env=None):
     """env (default os.environ) with Fast DDS on UDP loopback unless the caller chose transports.
 
     Fast DDS's default shared-memory transport can stop delivering to one of the loop's nodes
-    for longer than the watchdogs allow on a small machine (figures in the README, "DDS
+    for longer than the watchdogs allow on a small machine (figures in docs/failure_modes.md, "DDS
     transport").
     """
     env = dict(os.environ if env is None else env)

@@ -63,7 +63,7 @@ def generate_launch_description():
         DeclareLaunchArgument("demo", default_value="true",
                               description="start trajectory_demo"),
         # Fast DDS over UDP loopback unless already chosen: its shared-memory transport can stall
-        # delivery longer than the watchdogs allow (README, "DDS transport")
+        # delivery longer than the watchdogs allow (docs/failure_modes.md, "DDS transport")
         SetEnvironmentVariable("FASTDDS_BUILTIN_TRANSPORTS", EnvironmentVariable(
             "FASTDDS_BUILTIN_TRANSPORTS", default_value="UDPv4")),
         OpaqueFunction(function=_nodes),

@@ -122,7 +122,7 @@ def loop():
     limits = effort_limits(chain)
 
     def law(model, w=None, ki=0.0, integral=None):
-        kp, kd = (400.0, 40.0) if w is None else (3 * w**2, 3 * w)  # the README's tuning rule
+        kp, kd = (400.0, 40.0) if w is None else (3 * w**2, 3 * w)  # docs/controller.md's tuning rule
         return ControlLaw(model, "computed_torque", np.full(chain.n, kp), np.full(chain.n, kd),
                           limits, True, ki=np.full(chain.n, ki), integral=integral)
 
