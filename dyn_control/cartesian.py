@@ -266,8 +266,9 @@ class CartesianLaw:
         p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
         self._args = (*chain.kernel_arrays, chain.kernel_a0, bodies, R_offs, p_offs,
                       self.K, self.D, self.operational_space, self.max_error, self.Kn, self.Dn,
-                      chain.continuous, self.damping, self.friction, float(friction_deadband),
-                      float(period), float(singularity_damping), self.limits)
+                      np.array(chain.continuous),  # writable: numba's fast dispatch path
+                      self.damping, self.friction, float(friction_deadband), float(period),
+                      float(singularity_damping), self.limits)
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
         f = len(self.ee_links)

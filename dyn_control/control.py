@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from . import kernels
-from .dynamics import inverse_dynamics, model_arrays
+from .dynamics import as_vector, inverse_dynamics, model_arrays
 from .kernels import jit
 from .model import as_limit
 
@@ -167,12 +167,15 @@ class ControlLaw:
         self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
         self.integral[self.ki == 0] = 0.0  # ki set to 0 resets its integral
         self._args = (*model_arrays(chain), chain.kernel_a0, MODES.index(self.mode),
-                      self.kp, self.kd, self.ki, self.integral_limit, chain.continuous,
+                      self.kp, self.kd, self.ki, self.integral_limit,
+                      np.array(chain.continuous),  # writable: numba's fast dispatch path
                       self.damping, self.friction, self.deadband, self.period, self.limits)
 
     def __call__(self, q, qd, q_d, qd_d, qdd_d, dt=0.0):
-        return _law(*self._args, *map(_floats, (q, qd, q_d, qd_d, qdd_d)), self.integral,
-                    float(dt))
+        c = self.chain
+        return _law(*self._args, as_vector(c, q, "q"), as_vector(c, qd, "qd"),
+                    as_vector(c, q_d, "q_d"), as_vector(c, qd_d, "qd_d"),
+                    as_vector(c, qdd_d, "qdd_d"), self.integral, float(dt))
 
     @classmethod
     def gravity(cls, chain, limits):
@@ -180,11 +183,6 @@ class ControlLaw:
         held position as the desired one)."""
         zero = np.zeros(chain.n)
         return cls(chain, "gravity_pd", zero, zero, limits)
-
-
-def _floats(x):
-    """x as a float64 array; one already (the control loop's case) passes through as it is."""
-    return x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=np.float64)
 
 
 def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):

@@ -24,7 +24,8 @@ def model_arrays(chain):
     return chain.kernel_arrays
 
 
-def _vector(chain, x, name):
+def as_vector(chain, x, name):
+    """x as a float64 (n,) array; ValueError names it (`name`) and its shape otherwise."""
     if type(x) is np.ndarray and x.dtype is _F64 and x.shape == chain.vector_shape:
         return x  # the common case in a control loop: no conversion, no copy
     x = np.asarray(x, dtype=np.float64)
@@ -39,7 +40,7 @@ def _vectors(chain, q, qd, x, name):
     if (type(q) is type(qd) is type(x) is np.ndarray and q.dtype is qd.dtype is x.dtype is _F64
             and q.shape == qd.shape == x.shape == chain.vector_shape):
         return q, qd, x
-    return _vector(chain, q, "q"), _vector(chain, qd, "qd"), _vector(chain, x, name)
+    return as_vector(chain, q, "q"), as_vector(chain, qd, "qd"), as_vector(chain, x, name)
 
 
 def _rows(chain, x, name, shape):
@@ -76,7 +77,7 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
 
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
-    return kernels.mass_matrix_packed(*chain.kernel_pack, _vector(chain, q, "q"))
+    return kernels.mass_matrix_packed(*chain.kernel_pack, as_vector(chain, q, "q"))
 
 
 def mass_matrix_times_plus_bias(chain, q, qd, v):
@@ -111,12 +112,12 @@ def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
 
 def kinetic_energy(chain, q, qd):
     """Kinetic energy (J) from the link velocities: sum of 1/2 m v_c^2 + 1/2 w^T I_c w."""
-    return kernels.energies(*model_arrays(chain), _vector(chain, q, "q"), _vector(chain, qd, "qd"),
+    return kernels.energies(*model_arrays(chain), as_vector(chain, q, "q"), as_vector(chain, qd, "qd"),
                             _ZERO3)[0]
 
 
 def potential_energy(chain, q, gravity=None):
     """Gravitational potential energy (J), zero with every COM at the base frame origin."""
     zero = np.zeros(chain.n)
-    return kernels.energies(*model_arrays(chain), _vector(chain, q, "q"), zero,
+    return kernels.energies(*model_arrays(chain), as_vector(chain, q, "q"), zero,
                             -_base_acceleration(chain, gravity))[1]

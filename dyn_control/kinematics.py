@@ -16,7 +16,7 @@ Arrays: q, qd (n,) in the chain's joint order; units rad, m, s, kg.
 import numpy as np
 
 from . import kernels
-from .dynamics import _vector, mass_matrix
+from .dynamics import as_vector, mass_matrix
 
 REFERENCES = {"world": kernels.WORLD, "local": kernels.LOCAL,
               "local_world_aligned": kernels.LOCAL_WORLD_ALIGNED}
@@ -52,7 +52,7 @@ def frame_pose_and_jacobian(chain, q, link=None, reference="local_world_aligned"
     """(R, p, J) in one compiled call: the pose and the Jacobian (frame_pose, frame_jacobian)."""
     body, R_off, p_off = _frame(chain, link)
     return kernels.frame_kinematics(chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent,
-                                    _vector(chain, q, "q"), body, R_off, p_off,
+                                    as_vector(chain, q, "q"), body, R_off, p_off,
                                     _reference(reference))
 
 
@@ -64,7 +64,7 @@ def frame_classical_acceleration(chain, q, qd, link=None, reference="local_world
         raise ValueError(f"reference must be local or local_world_aligned, got {reference!r}")
     body, R_off, p_off = _frame(chain, link)
     out, R = kernels.frame_acceleration(chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent,
-                                        _vector(chain, q, "q"), _vector(chain, qd, "qd"), body,
+                                        as_vector(chain, q, "q"), as_vector(chain, qd, "qd"), body,
                                         R_off, p_off)
     return out if reference == "local_world_aligned" else np.concatenate([R.T @ out[:3], R.T @ out[3:]])
 
