@@ -323,6 +323,37 @@ def test_simulator_synchronous_steps_on_after_sync_timeout_and_counts_a_miss():
         node.destroy_node()
 
 
+def test_simulator_diagnostics_are_stamped_with_its_simulated_time():
+    # as its joint states are (the clock the other nodes run on), not the wall clock's 1.7e9 s
+    from diagnostic_msgs.msg import DiagnosticArray
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
+        Parameter("sync_timeout", value=0.01)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    peer = rclpy.create_node("diagnostics_peer")
+    stamps = []  # of the simulator's /diagnostics
+
+    def on_diagnostics(msg):
+        if any(status.name == "dynamics_simulator" for status in msg.status):
+            stamps.append(messages.to_seconds(msg.header.stamp))
+
+    peer.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(node)
+    executor.add_node(peer)
+    try:
+        deadline = time.monotonic() + 30
+        while not stamps and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert stamps, "no /diagnostics from the simulator"
+        assert 0.0 <= stamps[-1] <= node.core.sim.t, (stamps[-1], node.core.sim.t)
+    finally:
+        executor.shutdown()
+        peer.destroy_node()
+        node.shutdown()
+        node.destroy_node()
+
+
 def wait_until(condition, timeout):
     deadline = time.monotonic() + timeout
     while not condition():

@@ -6,14 +6,18 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
+from .messages import set_stamp
+
 
 _LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN}
 
 
-def publish_diagnostics(node, status, period=1.0):
+def publish_diagnostics(node, status, period=1.0, stamp=None):
     """/diagnostics (diagnostic_msgs/DiagnosticArray) every `period` s of steady time: one status
     named after the node from status() -> (level "OK" | "WARN", message, {key: value}), or
-    nothing while status() is None."""
+    nothing while status() is None. The header carries the time of the node's other messages:
+    stamp() in s (the simulator's simulated time), else the node's clock (/clock under
+    use_sim_time)."""
     publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
     def publish():
@@ -22,7 +26,10 @@ def publish_diagnostics(node, status, period=1.0):
             return
         level, message, values = got
         msg = DiagnosticArray()
-        msg.header.stamp = node.get_clock().now().to_msg()
+        if stamp is None:
+            msg.header.stamp = node.get_clock().now().to_msg()
+        else:
+            set_stamp(msg.header.stamp, stamp())
         msg.status = [DiagnosticStatus(
             level=_LEVELS[level], name=node.get_name(), message=message, hardware_id="dyn_control",
             values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])]

@@ -70,7 +70,7 @@ class DynamicsSimulator(Node):
         self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
-            time.monotonic()))
+            time.monotonic()), stamp=lambda: self.core.sim.t)  # as its joint states
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
