@@ -93,13 +93,7 @@ def critical_damping(K, gain, V):
         root[i] = math.sqrt(max(gain[i], 0.0))
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
     L, Linv = compose_eigen(V, root, np.empty((m, m))), compose_eigen(V, inv_root, np.empty((m, m)))
-    B = np.empty((m, m))
-    for r in range(m):
-        for c in range(m):
-            total = 0.0
-            for k in range(m):
-                total += Linv[r, k] * K[k] * Linv[k, c]
-            B[r, c] = total
+    B = compose_eigen(Linv, K, np.empty((m, m)))  # L^-1 K L^-1 (L^-1 is symmetric)
     t, U = symmetric_eigen(B)
     for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
