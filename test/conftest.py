@@ -23,6 +23,9 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PACKAGE_DIR))  # harness/, the process harness the tests share
 URDF_DIR = PACKAGE_DIR / "urdf"
 CONFIG_DIR = PACKAGE_DIR / "config"
+DEFAULT_ARM = URDF_DIR / "default_arm.urdf"
+BENT_POSE = (0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0)  # rad, the default arm away from singularities
+DEFAULT_JOINTS = tuple(f"joint{i}" for i in range(1, 8))  # the default arm's
 
 
 PROCESS_PACKAGES = {"rclpy", "subprocess", "harness"}  # what a module imports to start them

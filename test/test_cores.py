@@ -7,21 +7,19 @@ References: the law on arrays (the same ControlLaw the core holds), g(q) from in
 import numpy as np
 import pytest
 
-from conftest import URDF_DIR, table_values
+from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller_core import ControllerCore, controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
 from dyn_control.simulator_core import SimulatorCore, simulator_settings
 from dyn_control.goals import Request
 
-Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
-ZERO = np.zeros(7)
-NAMES = tuple(f"joint{i}" for i in range(1, 8))
+Q, ZERO, NAMES = np.array(BENT_POSE), np.zeros(7), DEFAULT_JOINTS
 
 
 @pytest.fixture(scope="module")
 def chain():
-    return load_chain(URDF_DIR / "default_arm.urdf")
+    return load_chain(DEFAULT_ARM)
 
 
 defaults = table_values

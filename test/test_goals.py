@@ -9,21 +9,19 @@ codes, and closed forms of the interpolation.
 import numpy as np
 import pytest
 
-from conftest import URDF_DIR, table_values
+from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
 from dyn_control import gravity_torques, load_chain
 from dyn_control import goals
 from dyn_control.controller_core import ControllerCore, controller_settings
 from dyn_control.goals import GoalRefused, Request, Tolerances
 from dyn_control.parameters import CONTROLLER
 
-Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
-ZERO = np.zeros(7)
-NAMES = tuple(f"joint{i}" for i in range(1, 8))
+Q, ZERO, NAMES = np.array(BENT_POSE), np.zeros(7), DEFAULT_JOINTS
 
 
 @pytest.fixture(scope="module")
 def chain():
-    return load_chain(URDF_DIR / "default_arm.urdf")
+    return load_chain(DEFAULT_ARM)
 
 
 def settings(chain, **overrides):
