@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from . import processes
+from .demo import figure
 
 CONTROLLER = "/computed_torque_controller"
 
@@ -197,25 +198,18 @@ def bimanual_main(arm, out, domain):
 
 
 def plot_bimanual(result, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     ph = result["phases"]
-    fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
-    for link in result["links"]:
-        t, p = result["hands"][link]
-        held = p[(t >= ph["lift"] - 0.2) & (t < ph["lift"])].mean(axis=0)
-        axes[0].plot(t - ph["lift"], 1e3 * np.linalg.norm(p - held, axis=1), lw=1, label=link)
-    tl, ql = result["lift"]
-    axes[1].plot(tl - ph["lift"], ql, lw=1)
-    for ax in axes:
-        ax.axvspan(ph["push"] - ph["lift"], ph["push_end"] - ph["lift"], color="0.9")
-    axes[0].set_ylabel("hand from where it was held (mm)")
-    axes[0].legend(fontsize=8)
-    axes[1].set_ylabel("torso lift (m)")
-    axes[1].set_xlabel("time since the lift began (s); shaded: the push on the first hand")
-    fig.suptitle("dyn_control: both hands held in cartesian_impedance while the torso lifts")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    title = "dyn_control: both hands held in cartesian_impedance while the torso lifts"
+    with figure(path, title, 2, (10, 6)) as axes:
+        for link in result["links"]:
+            t, p = result["hands"][link]
+            held = p[(t >= ph["lift"] - 0.2) & (t < ph["lift"])].mean(axis=0)
+            axes[0].plot(t - ph["lift"], 1e3 * np.linalg.norm(p - held, axis=1), lw=1, label=link)
+        tl, ql = result["lift"]
+        axes[1].plot(tl - ph["lift"], ql, lw=1)
+        for ax in axes:
+            ax.axvspan(ph["push"] - ph["lift"], ph["push_end"] - ph["lift"], color="0.9")
+        axes[0].set_ylabel("hand from where it was held (mm)")
+        axes[0].legend(fontsize=8)
+        axes[1].set_ylabel("torso lift (m)")
+        axes[1].set_xlabel("time since the lift began (s); shaded: the push on the first hand")
