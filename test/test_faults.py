@@ -180,14 +180,17 @@ WIDE_SIMULATOR = {"command_timeout": 1.0, "synchronous": False}
 
 def test_best_effort_with_dropped_states_stays_bounded(tmp_path):
     # 10 % of the joint states never reach the controller (seeded drop, best-effort QoS both
-    # ways). Bound: RMS below 5e-3 rad on every joint; measured here 2e-5 to 2.5e-4 rad, with
-    # 30 to 40 % of the deadlines missed (dropped states plus a controller that cannot keep
-    # up with 1 kHz when five processes share the two cores).
+    # ways). Free running at a quarter of real time: 4 ms of wall time for each answer, so
+    # what the bound sees is the drops, not how busy the machine is (at full speed, with two
+    # other processes keeping both cores busy, the same run reached 0.15 rad). Bound: RMS below
+    # 5e-3 rad on every joint; measured here 2e-5 to 2.5e-4 rad at full speed on a quiet
+    # machine, with 30 to 40 % of the deadlines missed.
     relay = ("fault_relay", [sys.executable, str(PACKAGE_DIR / "test" / "fault_relay.py"), "0.1"])
     best_effort = {"qos_reliability": "best_effort"}
     result = closed_loop("default_arm", 6.0, None, tmp_path, 73,
                          controller_params={**WIDE_CONTROLLER, **best_effort},
-                         simulator_params={**WIDE_SIMULATOR, **best_effort},
+                         simulator_params={**WIDE_SIMULATOR, **best_effort,
+                                           "real_time_factor": 0.25},
                          simulator_remaps={"/joint_states": "/joint_states_raw"}, helpers=[relay])
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness.demo import closed_loop, tracking_figures  # noqa: E402
+from harness.demo import closed_loop, spans, tracking_figures  # noqa: E402
 
 TIAGO_JOINTS = ["torso_lift_joint", *(f"arm_{side}_{k}_joint" for side in ("left", "right")
                                       for k in range(1, 8))]
@@ -20,7 +20,7 @@ TIAGO_JOINTS = ["torso_lift_joint", *(f"arm_{side}_{k}_joint" for side in ("left
 
 def _check(result, n):
     assert result["joint_names"] and len(result["joint_names"]) == n
-    assert result["t"][-1] > 9.9 and np.diff(result["t"]).max() < 0.1
+    assert spans(result["t"], 10.0)  # the whole trajectory (errors on the ticks recorded)
     assert np.ptp(result["reference"], axis=0).min() > 0.02  # every joint moved, the torso too
     rms, worst = tracking_figures(result)
     print(f"RMS per joint: {np.array2string(rms, precision=2)}; worst |e| {worst.max():.2e}")
