@@ -129,13 +129,17 @@ def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
     try:
         wait_for(lambda: len(recorder.series("errors")[0]) > 500, 60, "the loop")
         wait_for(lambda: len(efforts.times) > 100, 30, "effort commands at the test's subscription")
+        # (on wall time, a loaded machine can starve the loop past state_timeout before the
+        # kill too: the watchdog reports that as it should, so only what follows the kill counts)
+        before = len(controller.log())
         sim.proc.send_signal(signal.SIGKILL)
         sim.proc.wait()
         killed = time.monotonic()
-        wait_for(lambda: "no good joint state" in controller.log(), 60, "the stale-state warning")
+        wait_for(lambda: "no good joint state" in controller.log()[before:], 60,
+                 "the stale-state warning")
         detected = time.monotonic()
-        reports = re.findall(r"no good joint state for (\d+\.\d+) s", controller.log())
-        assert len(reports) == 1, controller.log()  # once, and not before the kill
+        reports = re.findall(r"no good joint state for (\d+\.\d+) s", controller.log()[before:])
+        assert len(reports) == 1, controller.log()  # once: the controller holds, it does not nag
         silence = float(reports[0])
         # state_timeout is 0.1 s: the controller reports the silence it saw, never less (printed
         # to 1 ms, so 0.1004 s reads 0.100). How much more depends on the machine's load
