@@ -34,11 +34,17 @@ def as_vector(chain, x, name):
     return x
 
 
+def _plain(chain, q, qd, x):
+    """Whether q, qd and x are float64 arrays of shape (n,), the control loop's case: they go to
+    the kernels as they are. One chained test: three as_vector calls cost more than the kernel's
+    own work on a small arm."""
+    return (type(q) is type(qd) is type(x) is np.ndarray and q.dtype is qd.dtype is x.dtype is _F64
+            and q.shape == qd.shape == x.shape == chain.vector_shape)
+
+
 def _vectors(chain, q, qd, x, name):
-    """q, qd and a third (n,) vector `name`, as float64 arrays; the control loop's case, three
-    float64 arrays of shape (n,), is one chained test (a third of the wrapper's cost)."""
-    if (type(q) is type(qd) is type(x) is np.ndarray and q.dtype is qd.dtype is x.dtype is _F64
-            and q.shape == qd.shape == x.shape == chain.vector_shape):
+    """q, qd and a third (n,) vector `name`, as float64 arrays (as_vector)."""
+    if _plain(chain, q, qd, x):
         return q, qd, x
     return as_vector(chain, q, "q"), as_vector(chain, qd, "qd"), as_vector(chain, x, name)
 
@@ -62,9 +68,11 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
+    if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call,
+        floats, ints = chain.kernel_pack  # with no conversion and no argument tuple to build
+        return kernels.inverse_dynamics_packed(floats, ints, q, qd, qdd, chain.kernel_a0, _ZERO6)
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
-    if (q.ndim if type(q) is np.ndarray else np.ndim(q)) == 2:  # N states, one per row;
-        # f_tip, if given, applies to each (np.ndim costs a tenth of the single-state call)
+    if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
         shape = (len(q), chain.n)
         return kernels.inverse_dynamics_rows(
             *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
