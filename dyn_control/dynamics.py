@@ -70,7 +70,7 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     """
     if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call,
         floats, ints = chain.kernel_pack  # with no conversion and no argument tuple to build
-        return kernels.inverse_dynamics_packed(floats, ints, q, qd, qdd, chain.kernel_a0, _ZERO6)
+        return kernels.inverse_dynamics_default(floats, ints, q, qd, qdd)
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
         shape = (len(q), chain.n)

@@ -180,6 +180,19 @@ def inverse_dynamics_packed(floats, ints, q, qd, qdd, a0, f_tip):
     return inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd, a0, f_tip)
 
 
+_NO_WRENCH = np.zeros(6)  # a global: numba compiles it in as a constant, no allocation a call
+
+
+@jit
+def inverse_dynamics_default(floats, ints, q, qd, qdd):
+    """inverse_dynamics on a packed model with the chain's own gravity (packed after the model)
+    and no tip wrench: the control loop's call, with two arguments fewer to dispatch."""
+    n = q.shape[0]
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, n)
+    return inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd,
+                            floats[28 * n:28 * n + 3], _NO_WRENCH)
+
+
 @jit
 def mass_matrix_packed(floats, ints, q):
     R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])

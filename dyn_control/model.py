@@ -151,9 +151,10 @@ class Chain:
         object.__setattr__(self, "kernel_arrays", arrays)  # dynamics.model_arrays: their order
         # the same, packed in one float and one int array (kernels.unpack): numba's dispatch
         # costs per argument, about a fifth of a small arm's inverse dynamics for these eight
+        # (and the chain's gravity after them: kernels.inverse_dynamics_default reads it there)
         object.__setattr__(self, "kernel_pack", (
             np.concatenate([a.ravel() for a in (self.R0, self.p0, self.axis, self.mass, self.h,
-                                                self.inertia_origin)]),
+                                                self.inertia_origin, self.base_acceleration)]),
             np.concatenate([self.jtype, self.parent]).astype(np.int64)))
         object.__setattr__(self, "kernel_a0", np.array(self.base_acceleration))
 

@@ -5,6 +5,8 @@ FD(ID) = qdd, Mdot - 2C skew-symmetric with C from Christoffel symbols of M, C q
 K = 1/2 qd^T M qd, g = dP/dq, and the plain-Python kernels equal the compiled ones.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,16 @@ def test_gravity_argument_overrides_the_chain_gravity(arm):
     assert np.all(inverse_dynamics(arm, q, zero, zero, gravity=(0, 0, 0)) == 0)
     _close(gravity_torques(arm, q, gravity=(0, 0, -2 * 9.81)), 2 * gravity_torques(arm, q),
            ROUND_OFF)
+
+
+def test_the_control_loops_fast_path_equals_the_general_one(arm):
+    # three float64 vectors, no gravity or wrench given: kernels.inverse_dynamics_default with
+    # the gravity packed after the model; a list or a zero wrench takes the general path
+    # (kernels.inverse_dynamics_packed): the same numbers to the bit
+    for q, qd, qdd in itertools.islice(_states(arm), 3):
+        fast = inverse_dynamics(arm, q, qd, qdd)
+        assert np.array_equal(fast, inverse_dynamics(arm, q.tolist(), qd, qdd))
+        assert np.array_equal(fast, inverse_dynamics(arm, q, qd, qdd, f_tip=np.zeros(6)))
 
 
 def test_plain_python_kernels_equal_compiled(arm):
