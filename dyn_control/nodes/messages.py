@@ -86,8 +86,8 @@ class JointStateReader:
         if idx is not None:
             q, qd = q[idx], qd[idx]
         if not math.isfinite(sum(position) + sum(velocity)):  # which joint is it (if ours)?
-            # 0 * x is 0 for a finite x, NaN otherwise; None: another joint, or the sum overflowed
-            bad = first_non_finite(0.0 * q + 0.0 * qd)
+            # None: another joint, or the sum overflowed
+            bad = first_non_finite(np.where(np.isfinite(qd), q, qd))
             if bad is not None:
                 raise BadMessage(f"joint state has a non-finite value for joint "
                                  f"'{self.joint_names[bad]}'")
