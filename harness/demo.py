@@ -26,7 +26,7 @@ from . import processes
 
 
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
-                controller_params=None, simulator_params=None, timeout=90.0,
+                controller_params=None, simulator_params=None, timeout=300.0,
                 controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
