@@ -56,11 +56,13 @@ def test_unknown_payload_shows_in_the_reported_error(runs):
 def test_payload_declared_at_run_time_tracks_within_2x_of_the_matched_model(runs):
     # Declared as the trajectory starts; until then the arm sagged under the unknown load
     # (6e-2 rad), an error the declared model then removes at the law's own rate (poles at
-    # -20 rad/s). Compared from 1 s after the declaration on, when that has decayed.
+    # -20 rad/s: below 1e-4 rad within 0.45 s). The parameter service's round trip lands it
+    # some hundreds of ms of sim time after the motion starts on a busy machine (0.7 s seen),
+    # so the runs are compared from 2 s on.
     log = runs["declared"]["logs"]["set_parameters_on_motion"]
     assert "payload_mass ok, payload_com ok" in log, log
-    assert _rms(runs["declared"], 1.0) < 2 * _rms(runs["matched"], 1.0), (
-        _rms(runs["declared"], 1.0), _rms(runs["matched"], 1.0))
+    assert _rms(runs["declared"], 2.0) < 2 * _rms(runs["matched"], 2.0), (
+        _rms(runs["declared"], 2.0), _rms(runs["matched"], 2.0))
 
 
 def test_integral_action_tracks_the_unknown_payload_below_2e_3_rad(runs):
