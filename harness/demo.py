@@ -34,7 +34,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
     processes started after the simulator (fault injectors, load); demo_params: parameters of
     trajectory_demo.
-    Returns a dict: joint_names, t, error (k, n), reference (k, n), position (k, n),
+    Returns a dict: joint_names, start (simulated time of the first motion, s), t (s from
+    start), error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
     ticks_before_simulator (controller outputs seen while it ran alone).
     """
@@ -91,7 +92,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     tr, q_d, _, tau = recorder.series("references")
     k = min(len(t), len(tr))
     window = (t[:k] >= start) & (t[:k] <= start + duration)
-    return {"joint_names": recorder.joint_names, "t": t[:k][window] - start,
+    return {"joint_names": recorder.joint_names, "start": start, "t": t[:k][window] - start,
             "error": e[:k][window], "reference": q_d[:k][window],
             "position": q_d[:k][window] - e[:k][window], "effort": tau[:k][window],
             "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,

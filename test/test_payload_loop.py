@@ -6,6 +6,7 @@ pose so that the payload loads the arm. References: the same loop with the paylo
 to the controller from the start (matched model), and the issue's bounds.
 """
 
+import re
 import sys
 
 import pytest
@@ -19,6 +20,7 @@ BENT = [0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0]
 PAYLOAD = {"payload_mass": 1.5, "payload_com": [0.0, 0.0, 0.1]}
 SIMULATOR = {"initial_positions": BENT, **PAYLOAD}
 W = 40.0  # rad/s, docs/controller.md's tuning rule: kp 3 w^2, kd 3 w, ki w^3
+DURATION = 6.0  # s, the demo trajectory
 INTEGRAL = {"kp": 3 * W**2, "kd": 3 * W, "ki": W**3}
 
 
@@ -36,7 +38,7 @@ def runs(tmp_path_factory):
         "declared": dict(helpers=[_declare_on_motion()]),
         "integral": dict(controller_params=INTEGRAL),
     }
-    return {name: closed_loop("default_arm", 6.0, None, tmp_path_factory.mktemp(name), 90 + k,
+    return {name: closed_loop("default_arm", DURATION, None, tmp_path_factory.mktemp(name), 90 + k,
                               simulator_params=SIMULATOR, **kwargs)
             for k, (name, kwargs) in enumerate(cases.items())}
 
@@ -56,13 +58,19 @@ def test_unknown_payload_shows_in_the_reported_error(runs):
 def test_payload_declared_at_run_time_tracks_within_2x_of_the_matched_model(runs):
     # Declared as the trajectory starts; until then the arm sagged under the unknown load
     # (6e-2 rad), an error the declared model then removes at the law's own rate (poles at
-    # -20 rad/s: below 1e-4 rad within 0.45 s). The parameter service's round trip lands it
-    # some hundreds of ms of sim time after the motion starts on a busy machine (0.7 s seen),
-    # so the runs are compared from 2 s on.
+    # -20 rad/s: e^(-20 * 0.5) = 5e-5 of the sag, 3e-6 rad, after 0.5 s). When it lands depends
+    # on the machine (the helper's wake-up and the parameter service's round trip: 1.5 s of
+    # simulated time seen with two CPU hogs beside the suite), so the runs are compared from the
+    # time the controller logs for it plus those 0.5 s, to the trajectory's end.
     log = runs["declared"]["logs"]["set_parameters_on_motion"]
     assert "payload_mass ok, payload_com ok" in log, log
-    assert _rms(runs["declared"], 2.0) < 2 * _rms(runs["matched"], 2.0), (
-        _rms(runs["declared"], 2.0), _rms(runs["matched"], 2.0))
+    landed = re.findall(r"payload 1.5 kg on .*; in effect from t = ([0-9.]+) s",
+                        runs["declared"]["logs"]["computed_torque_controller"])
+    assert landed, runs["declared"]["logs"]["computed_torque_controller"]
+    since = float(landed[-1]) - runs["declared"]["start"] + 0.5
+    assert since < DURATION - 1.0, f"declared at {since - 0.5:.3f} s, too late to compare"
+    assert _rms(runs["declared"], since) < 2 * _rms(runs["matched"], since), (
+        since, _rms(runs["declared"], since), _rms(runs["matched"], since))
 
 
 def test_integral_action_tracks_the_unknown_payload_below_2e_3_rad(runs):

@@ -50,7 +50,10 @@ def set_parameters_callback(node, table, apply):
         except ValueError as err:
             return SetParametersResult(successful=False, reason=str(err))
         if changes.keys() & set(PAYLOAD_PARAMETERS):
-            node.get_logger().info(payload_summary(parameter_reader(node, changes)))
+            # the node's clock (simulated time under use_sim_time): when the new model took over
+            now = node.get_clock().now().nanoseconds * 1e-9
+            node.get_logger().info(f"{payload_summary(parameter_reader(node, changes))}; "
+                                   f"in effect from t = {now:.3f} s")
         return SetParametersResult(successful=True)
 
     node.add_on_set_parameters_callback(on_set)
