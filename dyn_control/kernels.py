@@ -161,22 +161,20 @@ def rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, qdd, a0, f_tip, tau,
 
 
 @jit
-def unpack(floats, ints, n):
+def unpack(floats, ints):
     """model.Chain.kernel_pack -> the eight model arrays (views, no copies), in the kernels'
-    order: R0, p0, axis, jtype, parent, mass, h, inertia_o."""
-    R0 = floats[0:9 * n].reshape((n, 3, 3))
-    p0 = floats[9 * n:12 * n].reshape((n, 3))
-    axis = floats[12 * n:15 * n].reshape((n, 3))
-    mass = floats[15 * n:16 * n]
-    h = floats[16 * n:19 * n].reshape((n, 3))
-    inertia_o = floats[19 * n:28 * n].reshape((n, 3, 3))
-    return R0, p0, axis, ints[0:n], ints[n:2 * n], mass, h, inertia_o
+    order: R0, p0, axis, jtype, parent, mass, h, inertia_o. floats is (n, 11, 3), a block of
+    rows per body: R0 (3), p0, axis, h, inertia_o (3), [mass, 0, 0], and the chain's base
+    acceleration in body 0's last row. Slices, not reshapes: numba reshapes through a C helper
+    call, five of which cost a quarter of a 7-joint arm's inverse dynamics."""
+    return (floats[:, 0:3], floats[:, 3], floats[:, 4], ints[0], ints[1], floats[:, 9, 0],
+            floats[:, 5], floats[:, 6:9])
 
 
 @jit
 def inverse_dynamics_packed(floats, ints, q, qd, qdd, a0, f_tip):
     """inverse_dynamics on a packed model (fewer arguments to dispatch)."""
-    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints)
     return inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd, a0, f_tip)
 
 
@@ -185,23 +183,22 @@ _NO_WRENCH = np.zeros(6)  # a global: numba compiles it in as a constant, no all
 
 @jit
 def inverse_dynamics_default(floats, ints, q, qd, qdd):
-    """inverse_dynamics on a packed model with the chain's own gravity (packed after the model)
+    """inverse_dynamics on a packed model with the chain's own gravity (packed with the model)
     and no tip wrench: the control loop's call, with two arguments fewer to dispatch."""
-    n = q.shape[0]
-    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, n)
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints)
     return inverse_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, qdd,
-                            floats[28 * n:28 * n + 3], _NO_WRENCH)
+                            floats[0, 10], _NO_WRENCH)
 
 
 @jit
 def mass_matrix_packed(floats, ints, q):
-    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints)
     return mass_matrix(R0, p0, axis, jtype, parent, mass, h, inertia_o, q)
 
 
 @jit
 def forward_dynamics_packed(floats, ints, q, qd, tau, a0, f_tip):
-    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints, q.shape[0])
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = unpack(floats, ints)
     return forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, a0, f_tip)
 
 

@@ -151,11 +151,13 @@ class Chain:
         object.__setattr__(self, "kernel_arrays", arrays)  # dynamics.model_arrays: their order
         # the same, packed in one float and one int array (kernels.unpack): numba's dispatch
         # costs per argument, about a fifth of a small arm's inverse dynamics for these eight
-        # (and the chain's gravity after them: kernels.inverse_dynamics_default reads it there)
+        # (and the chain's base acceleration, which kernels.inverse_dynamics_default reads)
+        floats = np.zeros((self.n, 11, 3))
+        floats[:, 0:3], floats[:, 3], floats[:, 4] = self.R0, self.p0, self.axis
+        floats[:, 5], floats[:, 6:9], floats[:, 9, 0] = self.h, self.inertia_origin, self.mass
+        floats[0, 10] = self.base_acceleration  # (a chain has a joint: the loader refuses none)
         object.__setattr__(self, "kernel_pack", (
-            np.concatenate([a.ravel() for a in (self.R0, self.p0, self.axis, self.mass, self.h,
-                                                self.inertia_origin, self.base_acceleration)]),
-            np.concatenate([self.jtype, self.parent]).astype(np.int64)))
+            floats, np.array([self.jtype, self.parent], dtype=np.int64)))
         object.__setattr__(self, "kernel_a0", np.array(self.base_acceleration))
 
     @property

@@ -146,7 +146,7 @@ def simulation_step(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau,
 
 @jit
 def simulation_step_packed(floats, ints, q, qd, tau, damping, friction, lower, upper, dt, a0, rk4):
-    R0, p0, axis, jtype, parent, mass, h, inertia_o = kernels.unpack(floats, ints, q.shape[0])
+    R0, p0, axis, jtype, parent, mass, h, inertia_o = kernels.unpack(floats, ints)
     return simulation_step(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, damping,
                            friction, lower, upper, dt, a0, rk4)
 
