@@ -181,16 +181,20 @@ def test_a_moveit_style_goal_succeeds_at_the_goal_with_feedback_at_the_rate(loop
     _, q = client.latest()
     target = q + np.linspace(0.1, -0.1, 7)
     t0 = client.latest()[0]
+    sent = time.monotonic()
     handle, feedback = client.send(goal_to(target, 2.0, q_now=q))  # no tolerances, stamp 0
     status, code, reason = client.result(handle)
+    ended = time.monotonic()
     assert (status, code) == (STATUS_SUCCEEDED, Result.SUCCESSFUL), reason
     # at the end: within 1e-3 rad of the goal (the loop tracks to ~1e-4, test_closed_loop)
     wait_sim(client, 3.0, since=t0)
     np.testing.assert_allclose(client.latest()[1], target, atol=1e-3)
-    # feedback at action_monitor_rate (steady clock): its median spacing within 30 % of 1/rate;
-    # error = desired - actual, index from 1 (heading for the target) to 2 (past it)
-    spacing = statistics.median(np.diff([t for t, _ in feedback]))
-    assert abs(spacing - 1 / MONITOR_RATE) < 0.3 / MONITOR_RATE, spacing
+    # feedback at action_monitor_rate (steady clock), not per tick (2000 ticks of 1 ms): a
+    # timer skips the periods it missed, so at most rate * (wall time of the goal) + 1 came, and
+    # more than a few. A count, not the spacing of arrivals: on a loaded machine the client
+    # takes them in bunches (median spacing 0.047 s for 0.1 s, with two CPU hogs beside the
+    # suite). error = desired - actual, index from 1 (heading for the target) to 2 (past it)
+    assert 3 <= len(feedback) <= MONITOR_RATE * (ended - sent) + 1, (len(feedback), ended - sent)
     for _, f in feedback:
         assert list(f.joint_names) == NAMES
         np.testing.assert_allclose(np.subtract(f.desired.positions, f.actual.positions),
