@@ -362,33 +362,6 @@ def wait_until(condition, timeout):
         time.sleep(0.01)
 
 
-def test_trajectory_demo_starts_where_the_arm_is_when_it_sends():
-    # The arm can move between the demo's first state and its send (it sags under a payload
-    # its model lacks, 6e-2 rad in 0.3 s): a trajectory centred on the first state asked the
-    # controller to join it within the first 20 ms, 5.7 rad/s, and was refused. Reference:
-    # sine_waypoints starts at rest at its centre (first point within 1e-5 rad of it).
-    from dyn_control.nodes.trajectory_demo import TrajectoryDemo
-    demo = TrajectoryDemo(parameter_overrides=[Parameter("urdf_file", value=ARM),
-                                               Parameter("interface", value="topic")])
-    sent = Captured(demo.pub)
-    listener = rclpy.create_node("trajectory_listener")
-    listener.create_subscription(JointTrajectory, "/computed_torque_controller/joint_trajectory",
-                                 lambda msg: None, 10)
-    try:
-        names, n = demo.chain.joint_names, demo.chain.n
-        first, newest = np.zeros(n), np.full(n, 0.05)
-        demo.on_state(state_msg(0.0, names, first))
-        demo.on_state(state_msg(0.3, names, newest))
-        wait_until(lambda: demo.pub.get_subscription_count() > 0, 10.0)
-        demo.maybe_send()
-        demo.maybe_send()  # once only
-        assert len(sent.messages) == 1
-        np.testing.assert_allclose(sent.messages[0].points[0].positions, newest, atol=1e-5)
-    finally:
-        listener.destroy_node()
-        demo.destroy_node()
-
-
 def test_default_initial_positions_use_the_limits_midpoint_when_zero_is_outside():
     from conftest import robots_dir
     from dyn_control import load_chain

@@ -1,11 +1,10 @@
 """trajectory_demo: sends the controller one smooth multi-point trajectory within the limits.
 
-Waits for /joint_states and for the controller, then sends a quintic JointTrajectory
-(positions, velocities, accelerations) centred on the newest state (the arm may have moved
-since its first one: it sags under a payload its model lacks), with header.stamp = 0, "start
-now" (see dyn_control.trajectory.sine_waypoints): as a FollowJointTrajectory goal, as MoveIt
-sends one, and logs its result; or, with `interface: topic` or without control_msgs, on the
-controller's ~/joint_trajectory topic.
+Waits for the first /joint_states (the trajectory is centred there) and for the controller,
+then sends a quintic JointTrajectory (positions, velocities, accelerations) with header.stamp =
+0, "start now" (see dyn_control.trajectory.sine_waypoints): as a FollowJointTrajectory goal, as
+MoveIt sends one, and logs its result; or, with `interface: topic` or without control_msgs, on
+the controller's ~/joint_trajectory topic.
 """
 
 from rclpy.action import ActionClient
@@ -38,7 +37,7 @@ class TrajectoryDemo(Node):
         self.chain, _ = build_chain(self, source)
         self.reader = messages.JointStateReader(self.chain.joint_names)
         self.sent = False
-        self.latest = None  # the newest JointState, read when the trajectory is sent
+        self.start = None
         self.action = None
         if self.get_parameter("interface").value == "action":
             if trajectory_action.AVAILABLE:
@@ -49,29 +48,30 @@ class TrajectoryDemo(Node):
                                        "on the ~/joint_trajectory topic")
         self.pub = self.create_publisher(JointTrajectory, f"{CONTROLLER}/joint_trajectory", 10)
         # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
-        self._state_sub = self.create_subscription(JointState, "/joint_states", self.on_state,
+        self._state_sub = self.create_subscription(JointState, "/joint_states", self._on_state,
                                                    qos_profile_sensor_data)
         # polling for readiness is no matter of simulated time: on the steady clock, and done
         # with once the trajectory is out
-        self._poll = self.create_timer(0.1, self.maybe_send,
+        self._poll = self.create_timer(0.1, self._maybe_send,
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
 
-    def on_state(self, msg):
-        self.latest = msg
-
-    def maybe_send(self):
-        ready = (self.action.server_is_ready() if self.action is not None else
-                 self.pub.get_subscription_count() > 0)
-        if self.sent or self.latest is None or not ready:
+    def _on_state(self, msg):
+        if self.start is not None:
             return
         try:
-            start = self.reader.read(self.latest)[0]
+            self.start = self.reader.read(msg)[0]
         except messages.BadMessage:
             return
-        # the trajectory is out: stop taking the 1 kHz stream
+        # one state is all it needs: stop taking the 1 kHz stream
         self.destroy_subscription(self._state_sub)
+
+    def _maybe_send(self):
+        ready = (self.action.server_is_ready() if self.action is not None else
+                 self.pub.get_subscription_count() > 0)
+        if self.sent or self.start is None or not ready:
+            return
         p = lambda name: self.get_parameter(name).value  # noqa: E731
-        times, q, qd, qdd = sine_waypoints(start, self.chain.lower, self.chain.upper,
+        times, q, qd, qdd = sine_waypoints(self.start, self.chain.lower, self.chain.upper,
                                            p("duration"), p("amplitude"), p("frequency"),
                                            p("points_per_second"),
                                            velocity=self.chain.velocity_limits)
