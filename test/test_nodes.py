@@ -25,6 +25,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
 from dyn_control.nodes.simulator import DynamicsSimulator  # noqa: E402
+from dyn_control.nodes.trajectory_demo import CONTROLLER, TrajectoryDemo  # noqa: E402
 from dyn_control.simulation import default_initial_positions  # noqa: E402
 from harness.processes import executable, ros_args  # noqa: E402
 
@@ -360,6 +361,36 @@ def wait_until(condition, timeout):
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def test_trajectory_demo_centres_on_a_state_taken_once_the_controller_is_ready():
+    """States from before the controller is ready are not taken (an arm nobody holds sags);
+    after it, the first state is the centre, and the one trajectory goes out at once.
+    Reference: sine_waypoints' fade-out ends at rest on its centre, so the last point is the
+    state, to 1e-12."""
+    demo = TrajectoryDemo(parameter_overrides=[
+        *config_overrides("demo", "trajectory_demo"), Parameter("urdf_file", value=ARM),
+        Parameter("interface", value="topic")])
+    sent = Captured(demo.pub)
+    listener = rclpy.create_node("controller_stand_in")
+    try:
+        demo.on_poll()
+        assert demo.state_sub is None, "listening for states before the controller is ready"
+        listener.create_subscription(JointTrajectory, f"{CONTROLLER}/joint_trajectory",
+                                     lambda m: None, 10)
+        wait_until(lambda: demo.pub.get_subscription_count() > 0, 10)
+        demo.on_poll()
+        assert demo.state_sub is not None
+        q = Q + 0.05
+        demo.on_state(state_msg(1.0, NAMES, q))
+        demo.on_state(state_msg(1.001, NAMES, Q))
+        assert len(sent.messages) == 1
+        np.testing.assert_allclose(sent.messages[0].points[-1].positions, q, atol=1e-12)
+        demo.on_poll()
+        assert len(sent.messages) == 1
+    finally:
+        listener.destroy_node()
+        demo.destroy_node()
 
 
 def test_default_initial_positions_use_the_limits_midpoint_when_zero_is_outside():

@@ -1,7 +1,7 @@
 """trajectory_demo: sends the controller one smooth multi-point trajectory within the limits.
 
-Waits for the first /joint_states (the trajectory is centred there) and for the controller,
-then sends a quintic JointTrajectory (positions, velocities, accelerations) with header.stamp =
+Waits for the controller, then takes one /joint_states (the trajectory is centred there) and
+sends a quintic JointTrajectory (positions, velocities, accelerations) with header.stamp =
 0, "start now" (see dyn_control.trajectory.sine_waypoints): as a FollowJointTrajectory goal, as
 MoveIt sends one, and logs its result; or, with `interface: topic` or without control_msgs, on
 the controller's ~/joint_trajectory topic.
@@ -37,7 +37,6 @@ class TrajectoryDemo(Node):
         self.chain, _ = build_chain(self, source)
         self.reader = messages.JointStateReader(self.chain.joint_names)
         self.sent = False
-        self.start = None
         self.action = None
         if self.get_parameter("interface").value == "action":
             if trajectory_action.AVAILABLE:
@@ -47,31 +46,43 @@ class TrajectoryDemo(Node):
                 self.get_logger().info("control_msgs is not installed: the trajectory goes "
                                        "on the ~/joint_trajectory topic")
         self.pub = self.create_publisher(JointTrajectory, f"{CONTROLLER}/joint_trajectory", 10)
-        # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
-        self._state_sub = self.create_subscription(JointState, "/joint_states", self._on_state,
-                                                   qos_profile_sensor_data)
+        self.state_sub = None
         # polling for readiness is no matter of simulated time: on the steady clock, and done
-        # with once the trajectory is out
-        self._poll = self.create_timer(0.1, self._maybe_send,
+        # with once the controller is ready
+        self._poll = self.create_timer(0.1, self.on_poll,
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
 
-    def _on_state(self, msg):
-        if self.start is not None:
+    def ready(self):
+        return (self.action.server_is_ready() if self.action is not None else
+                self.pub.get_subscription_count() > 0)
+
+    def on_poll(self):
+        """Once the controller is ready, listen for the state to start from.
+
+        Not before: an arm the controller does not hold yet moves (a payload it does not know
+        sags it), and a trajectory centred on a state from before the wait would start away
+        from the arm."""
+        if self.state_sub is not None or self.sent or not self.ready():
+            return
+        self._poll.cancel()
+        # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
+        self.state_sub = self.create_subscription(JointState, "/joint_states", self.on_state,
+                                                  qos_profile_sensor_data)
+
+    def on_state(self, msg):
+        if self.sent:
             return
         try:
-            self.start = self.reader.read(msg)[0]
+            start = self.reader.read(msg)[0]
         except messages.BadMessage:
             return
         # one state is all it needs: stop taking the 1 kHz stream
-        self.destroy_subscription(self._state_sub)
+        self.destroy_subscription(self.state_sub)
+        self.send(start)
 
-    def _maybe_send(self):
-        ready = (self.action.server_is_ready() if self.action is not None else
-                 self.pub.get_subscription_count() > 0)
-        if self.sent or self.start is None or not ready:
-            return
+    def send(self, start):
         p = lambda name: self.get_parameter(name).value  # noqa: E731
-        times, q, qd, qdd = sine_waypoints(self.start, self.chain.lower, self.chain.upper,
+        times, q, qd, qdd = sine_waypoints(start, self.chain.lower, self.chain.upper,
                                            p("duration"), p("amplitude"), p("frequency"),
                                            p("points_per_second"),
                                            velocity=self.chain.velocity_limits)
@@ -86,7 +97,6 @@ class TrajectoryDemo(Node):
         else:
             self.pub.publish(msg)
         self.sent = True
-        self._poll.cancel()
         self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s "
                                f"({'action' if self.action is not None else 'topic'})")
 
