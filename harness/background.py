@@ -23,6 +23,14 @@ class BackgroundNode(Node):
         self._executor.add_node(self)
         self._thread.start()
 
+    def call_in_spin(self, fn):
+        """Run fn() in the spinning thread; -> a Future (a Task) of what it returns. For
+        calls that race the spinning executor: rclpy 9.1.2's ActionClient.send_goal_async
+        registers the future it returns after the request is out and outside its lock, so a
+        response handled in between completes another future, and the returned one never does.
+        In the spinning thread, the response can only be taken at a later spin."""
+        return self._executor.create_task(fn)
+
     def _spin(self):
         while rclpy.ok() and not self._stop.is_set():
             try:

@@ -78,9 +78,9 @@ class Client(BackgroundNode):
     def send(self, goal, timeout=30.0):
         """Send a goal; -> (goal handle, feedback list of (wall time, Feedback))."""
         feedback = []
-        future = self.action.send_goal_async(
-            goal, feedback_callback=lambda m: feedback.append((time.monotonic(), m.feedback)))
-        handle = wait(future, timeout)
+        sent = self.call_in_spin(lambda: self.action.send_goal_async(
+            goal, feedback_callback=lambda m: feedback.append((time.monotonic(), m.feedback))))
+        handle = wait(wait(sent, timeout), timeout)
         assert handle.accepted  # refusals come as results, with their codes
         return handle, feedback
 
