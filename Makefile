@@ -2,7 +2,7 @@
 #   make demo   closed-loop simulated arm (ARM=default_arm, two_link or dual_arm; MODE=cartesian)
 #   make test   the whole test suite (what CI runs)
 #   make test-fast  the tests that start no processes (the library and the cores), for iteration
-#   make soak   the 10-minute soak (make test runs a 2-minute one)
+#   make soak   the 10-minute soak (make test runs a 1-minute one)
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
 # demo and test build a stand-in control_msgs into the venv once, about 30 s (the

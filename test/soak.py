@@ -7,7 +7,8 @@ Starts dynamics_simulator (synchronous, real_time_factor 0) and computed_torque_
 config/*.yaml parameters, sends one slow trajectory as long as the run, samples the
 controller's ~/error over best-effort QoS (so the sampling cannot slow the loop), reads the
 resident memory of both processes from /proc every 2 s of wall time, and prints one JSON line:
-{"sim_seconds", "wall_seconds", "rss_mb": {name: [samples]}, "rms_per_minute": [[n], ...]}.
+{"sim_seconds", "wall_seconds", "rss_mb": {name: [samples]}, "window_s",
+"rms_per_window": [[n], ...]}: the RMS error per minute, or per third of a shorter run.
 """
 
 import json
@@ -76,11 +77,14 @@ def main(seconds, domain):
         rclpy.try_shutdown()
     t = np.array([s[0] for s in samples])
     e = np.array([s[1] for s in samples])
-    minutes = [e[(t >= m) & (t < m + 60)] for m in range(0, int(seconds), 60)]
+    # minutes, or thirds of a run shorter than three minutes: a first and a last to compare
+    window = 60.0 if seconds >= 180 else seconds / 3
+    windows = [e[(t >= w) & (t < w + window)] for w in np.arange(0.0, seconds - 1e-9, window)]
     print(json.dumps({
         "sim_seconds": float(t[-1]), "wall_seconds": time.monotonic() - start,
         "samples": len(t), "rss_mb": rss, "exit_codes": codes,
-        "rms_per_minute": [np.sqrt((w**2).mean(axis=0)).tolist() for w in minutes if len(w)],
+        "window_s": window,
+        "rms_per_window": [np.sqrt((w**2).mean(axis=0)).tolist() for w in windows if len(w)],
     }))
 
 

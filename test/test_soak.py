@@ -1,14 +1,15 @@
 """Soak: minutes of simulated time at 1 kHz, synchronous (test/soak.py), separate processes.
 
-`make test` (CI) soaks for 2 minutes of simulated time, `make soak` for 10
-(DYN_CONTROL_SOAK_SECONDS; about 0.9 s of wall time per simulated s here).
+`make test` (CI) soaks for 1 minute of simulated time, `make soak` for 10
+(DYN_CONTROL_SOAK_SECONDS; about 1 s of wall time per simulated s here).
 Bounds: each process's resident memory grows from a quarter of the run to its end by less than
 11 kB per simulated second, about 11 bytes a tick (5 MB over the 450 s of a 10-minute soak),
 and never needs less than 2 MB of room, for the allocator's steps (measured here over 3 minutes:
-+0.4 MB, at about 205 MB); every minute's RMS tracking error stays below 1e-3 rad on every joint
-(measured 1e-5 to 6e-5), and the last minute's is at most 1.5x the first minute's (measured
-0.9x to 1.0x).
-"""
++0.4 MB, at about 205 MB); the RMS tracking error of every minute (every third, in a run under
+3 minutes) stays below 1e-3 rad on every joint (measured 1e-5 to 6e-5), and the last one's is
+at most 1.5x the first one's (measured 0.9x to 1.0x a minute; 1.23x a third of the 1-minute
+run, whose thirds see different stretches of the sines: the loop is synchronous, so the
+figure is the same on a busy machine)."""
 
 import json
 import os
@@ -22,7 +23,7 @@ from conftest import PACKAGE_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 
-SECONDS = float(os.environ.get("DYN_CONTROL_SOAK_SECONDS", 120))
+SECONDS = float(os.environ.get("DYN_CONTROL_SOAK_SECONDS", 60))
 GROWTH_MB = max(2.0, 5.0 * 0.75 * SECONDS / 450)  # from a quarter of the run to its end
 
 
@@ -50,6 +51,8 @@ def test_resident_memory_does_not_grow(soak):
 
 
 def test_tracking_error_does_not_grow(soak):
-    minutes = np.array(soak["rms_per_minute"])
-    assert np.all(minutes < 1e-3), minutes.max()
-    assert np.all(minutes[-1] <= 1.5 * minutes[0] + 1e-7), minutes[-1] / minutes[0]
+    windows = np.array(soak["rms_per_window"])
+    print(f"RMS error per {soak['window_s']:.0f} s: largest {windows.max():.1e} rad, last/first "
+          f"{(windows[-1] / windows[0]).max():.2f}")
+    assert len(windows) >= 2 and np.all(windows < 1e-3), windows.max()
+    assert np.all(windows[-1] <= 1.5 * windows[0] + 1e-7), windows[-1] / windows[0]
