@@ -258,8 +258,8 @@ class ControllerCore(Events):
                          f"preempted by a new goal from the {request.source}", quiet=True)
         goal.status, goal.trajectory, goal.tolerances = "active", trajectory, tolerances
         self.goal, self.trajectory = goal, trajectory
-        self._say("info", f"new {trajectory.kind} trajectory from the {request.source}, "
-                          f"{trajectory.end_time - t:.3f} s")
+        self._say("info", f"new {trajectory.kind} trajectory from the {request.source}: "
+                          f"t = {trajectory.start_time:.3f} s to {trajectory.end_time:.3f} s")
 
     def cancel(self, goal):
         """End `goal` (pending or active) as canceled; an active one leaves the arm holding

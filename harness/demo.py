@@ -34,7 +34,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
     processes started after the simulator (fault injectors, load); demo_params: parameters of
     trajectory_demo.
-    Returns a dict: joint_names, start (simulated time of the first motion, s), t (s from
+    Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
     ticks_before_simulator (controller outputs seen while it ran alone).
@@ -88,13 +88,18 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         logs = {node.name: node.log() for node in nodes}
         recorder.close()
         rclpy.try_shutdown()
+    # from the controller's own word: the recorder may have missed the first moving samples
+    # (92 ms of them seen), and the error along the trajectory changes 100-fold within a second
+    start = trajectory_start(logs["computed_torque_controller"])
     t, e, _, _ = recorder.series("errors")
     tr, q_d, _, tau = recorder.series("references")
-    k = min(len(t), len(tr))
-    window = (t[:k] >= start) & (t[:k] <= start + duration)
-    return {"joint_names": recorder.joint_names, "start": start, "t": t[:k][window] - start,
-            "error": e[:k][window], "reference": q_d[:k][window],
-            "position": q_d[:k][window] - e[:k][window], "effort": tau[:k][window],
+    # the samples of both topics, by stamp: a recorder that misses some misses others on each
+    t, i, k = np.intersect1d(t, tr, return_indices=True)
+    e, q_d, tau = e[i], q_d[k], tau[k]
+    window = (t >= start) & (t <= start + duration)
+    return {"joint_names": recorder.joint_names, "start": start, "t": t[window] - start,
+            "error": e[window], "reference": q_d[window],
+            "position": q_d[window] - e[window], "effort": tau[window],
             "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
             "diagnostics": dict(recorder.diagnostics)}
 
@@ -270,6 +275,14 @@ def _check_alive(nodes):
     for node in nodes:
         if not node.running():
             raise RuntimeError(f"{node.name} exited with code {node.proc.returncode}:\n{node.log()[-2000:]}")
+
+
+def trajectory_start(log):
+    """The simulated time (s) the controller started the first trajectory at, from its log."""
+    found = re.search(r"new \w+ trajectory from the \w+: t = (-?[0-9.]+) s", log)
+    if found is None:
+        raise RuntimeError("the controller logged no trajectory:\n" + log[-2000:])
+    return float(found.group(1))
 
 
 def _wait_for_motion(recorder, nodes, timeout):

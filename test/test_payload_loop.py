@@ -69,8 +69,10 @@ def test_payload_declared_at_run_time_tracks_within_2x_of_the_matched_model(runs
     assert landed, runs["declared"]["logs"]["computed_torque_controller"]
     since = float(landed[-1]) - runs["declared"]["start"] + 0.5
     assert since < DURATION - 1.0, f"declared at {since - 0.5:.3f} s, too late to compare"
-    assert _rms(runs["declared"], since) < 2 * _rms(runs["matched"], since), (
-        since, _rms(runs["declared"], since), _rms(runs["matched"], since))
+    declared, matched = _rms(runs["declared"], since), _rms(runs["matched"], since)
+    print(f"from {since:.3f} s of the trajectory on: declared {declared:.2e} rad, matched "
+          f"{matched:.2e} rad")
+    assert declared < 2 * matched, (since, declared, matched)
 
 
 def test_integral_action_tracks_the_unknown_payload_below_2e_3_rad(runs):
