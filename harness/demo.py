@@ -91,11 +91,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         logs = {node.name: node.log() for node in nodes}
         recorder.close()
         rclpy.try_shutdown()
-    t, e, _, _ = recorder.series("errors")
-    tr, q_d, _, tau = recorder.series("references")
-    # the samples of both topics, by stamp: a recorder that misses some misses others on each
-    t, i, k = np.intersect1d(t, tr, return_indices=True)
-    e, q_d, tau = e[i], q_d[k], tau[k]
+    t, e, q_d, tau = _paired(recorder)
     window = (t >= start) & (t <= start + duration)
     return {"joint_names": recorder.joint_names, "start": start, "t": t[window] - start,
             "error": e[window], "reference": q_d[window],
@@ -266,8 +262,18 @@ def cartesian_main(args, out, domain):
     return 0 if all(c == 0 for c in result["exit_codes"].values()) else 1
 
 
+def _paired(recorder):
+    """(t, error, reference, effort) of the ticks both ~/error and ~/reference were recorded
+    on, by stamp: a starved recorder misses stretches of each, not the same ones."""
+    t, e, _, _ = recorder.series("errors")
+    tr, q_d, _, tau = recorder.series("references")
+    t, i, k = np.intersect1d(t, tr, return_indices=True)
+    return t, e[i], q_d[k], tau[k]
+
+
 def _latest(recorder):
-    t = recorder.series("errors")[0]
+    """The newest tick recorded on both topics (the run ends when it reaches the end)."""
+    t = _paired(recorder)[0]
     return t[-1] if t.size else -np.inf
 
 
