@@ -158,7 +158,7 @@ class Chain:
         floats[0, 10] = self.base_acceleration  # (a chain has a joint: the loader refuses none)
         object.__setattr__(self, "kernel_pack", (
             floats, np.array([self.jtype, self.parent], dtype=np.int64)))
-        object.__setattr__(self, "kernel_a0", np.array(self.base_acceleration))
+        object.__setattr__(self, "kernel_a0", floats[0, 10])  # a view: one copy of a0
 
     @property
     def n(self) -> int:
