@@ -360,7 +360,7 @@ def main(argv=None):
     result = closed_loop(args.arm, args.duration, args.mode, out, domain)
     rms, worst = tracking_figures(result)
     print(f"\ntracking over {result['t'][-1]:.1f} s of trajectory "
-          f"({len(result['t'])} controller ticks):")
+          f"({len(result['t'])} of the controller's ticks recorded):")
     width = max(10, *map(len, result["joint_names"]))
     print(f"  {'joint':{width}} {'RMS error (rad)':>16} {'max error (rad)':>16}")
     for name, r, w in zip(result["joint_names"], rms, worst):
