@@ -71,6 +71,11 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             remaps=simulator_remaps, log_dir=log_dir, env=env))
         for name, argv in helpers:
             nodes.append(processes.NodeProcess(name, log_dir=log_dir, env=env, argv=argv))
+        # the recorder hears the controller's ticks (it holds before any trajectory) before the
+        # trajectory is sent: a subscription matched late on a loaded machine missed the first
+        # 1.9 s of a 6 s trajectory, and a volatile topic has no history to replay them
+        _wait_for(lambda: _latest(recorder) > -np.inf, nodes, timeout,
+                  "the recorder heard no tick on both ~/error and ~/reference")
         nodes.append(processes.NodeProcess(
             "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params, log_dir=log_dir,
             env=env))
@@ -283,17 +288,24 @@ def _check_alive(nodes):
             raise RuntimeError(f"{node.name} exited with code {node.proc.returncode}:\n{node.log()[-2000:]}")
 
 
-def _wait_for_trajectory(nodes, timeout):
-    """The simulated time (s) the controller started the first trajectory at, from its log."""
+def _wait_for(found, nodes, timeout, what):
+    """found()'s first true value, polled while the nodes live; TimeoutError says what."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         _check_alive(nodes)
-        found = re.search(r"new \w+ trajectory from the \w+: t = (-?[0-9.]+) s", nodes[0].log())
-        if found:
-            return float(found.group(1))
+        value = found()
+        if value:
+            return value
         time.sleep(0.1)
-    raise TimeoutError(f"no trajectory started within {timeout} s; "
-                       f"logs in {nodes[0].log_path.parent}")
+    raise TimeoutError(f"{what} within {timeout} s; logs in {nodes[0].log_path.parent}")
+
+
+def _wait_for_trajectory(nodes, timeout):
+    """The simulated time (s) the controller started the first trajectory at, from its log."""
+    found = _wait_for(
+        lambda: re.search(r"new \w+ trajectory from the \w+: t = (-?[0-9.]+) s", nodes[0].log()),
+        nodes, timeout, "no trajectory started")
+    return float(found.group(1))
 
 
 def spans(t, end, bins=4):
