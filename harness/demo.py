@@ -72,8 +72,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         for name, argv in helpers:
             nodes.append(processes.NodeProcess(name, log_dir=log_dir, env=env, argv=argv))
         # the recorder hears the controller's ticks (it holds before any trajectory) before the
-        # trajectory is sent: a subscription matched late on a loaded machine missed the first
-        # 1.9 s of a 6 s trajectory, and a volatile topic has no history to replay them
+        # trajectory is sent: its subscriptions can match seconds after the controller starts
+        # (up to 6 s seen, on an idle machine too), and a volatile topic replays nothing missed
         _wait_for(lambda: _latest(recorder) > -np.inf, nodes, timeout,
                   "the recorder heard no tick on both ~/error and ~/reference")
         nodes.append(processes.NodeProcess(
