@@ -130,20 +130,12 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
             {**common, "use_sim_time": True, "mode": "cartesian_impedance",
              **(controller_params or {})}, log_dir=log_dir, env=env))
-        deadline = time.monotonic() + timeout
-        while not recorder.pose_series("current_pose")[0].size:  # recording before it starts
-            _check_alive(nodes)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no ~/current_pose within {timeout} s; logs in {log_dir}")
-            time.sleep(0.1)
+        _wait_for(lambda: recorder.pose_series("current_pose")[0].size, nodes, timeout,
+                  "no ~/current_pose")  # recording before the demo starts, as closed_loop
         nodes.append(processes.NodeProcess(
             "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
             log_dir=log_dir, env=env))
-        while "done:" not in nodes[-1].log():
-            _check_alive(nodes)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"cartesian_demo not done within {timeout} s; logs in {log_dir}")
-            time.sleep(0.1)
+        _wait_for(lambda: "done:" in nodes[-1].log(), nodes, timeout, "cartesian_demo not done")
         time.sleep(0.5)  # the last poses and a /diagnostics
     finally:
         codes = {node.name: node.stop() for node in reversed(nodes)}
