@@ -35,3 +35,14 @@ def test_the_stand_in_has_the_released_type_hashes():
         hashes = json.loads((share / f"{name}.json").read_text())["type_hashes"]
         assert hashes[0]["type_name"] == f"control_msgs/{name}"
         assert hashes[0]["hash_string"] == expected, name
+
+
+def test_a_machine_without_a_compiler_gets_one_line_naming_it(tmp_path):
+    # the one build tool pip cannot bring (the script checks before CMake would fail in a trace)
+    import os
+    import subprocess
+    script = pathlib.Path(__file__).resolve().parent.parent / "harness" / "build_control_msgs.sh"
+    out = subprocess.run(["bash", str(script), str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "CXX": "no-such-c++"}, timeout=60)
+    assert out.returncode == 1 and out.stdout == "", out
+    assert out.stderr.count("\n") == 1 and "'no-such-c++' not found" in out.stderr, out.stderr
