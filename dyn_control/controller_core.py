@@ -11,7 +11,8 @@ between reading a message and writing one, driven by plain calls with explicit t
 `now` is the watchdog's clock (s): simulated time under use_sim_time, steady time otherwise;
 `stamp` is the state's own time, the time of the trajectory and of the command. A call returns
 a `Command` to publish, or None. What a person should read goes to `events` as (level, text,
-throttle) for the node to log. Pure numpy: tests drive it with synthetic time, no ROS needed.
+throttle) for the node to log; what a program needs to know goes to `diagnostics()`, never only
+to a log line. Pure numpy: tests drive it with synthetic time, no ROS needed.
 
 Goals come through one door, `offer`, from the topic and the action alike, with JTC's
 semantics (dyn_control.goals): the answer is synchronous (the Goal is refused with a code and a
@@ -42,6 +43,11 @@ class Command(NamedTuple):
     desired: tuple  # (q_d, qd_d, qdd_d), or None while holding or in cartesian_impedance
     errors: tuple  # (e, ed), or None likewise
     task: np.ndarray = None  # cartesian_impedance: the pose error (6,), m and rad, base axes
+
+
+def same_inertias(a, b):
+    """Whether two models of one chain carry the same bodies (a payload changes them)."""
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("mass", "com", "inertia"))
 
 
 def controller_settings(chain, value, order=None):
@@ -166,6 +172,10 @@ class ControllerCore(Events):
         self.stale = False
         self.compute_s = deque(maxlen=5000)
         self.ticks = self.saturated = self.stale_events = 0
+        # what /diagnostics tells programs, so that none reads it from the log: the span of the
+        # newest trajectory started (state time, s), the silence at the newest stale-state
+        # report (s), and the state time after which the newest payload took effect
+        self.started = self.stale_silence = self.payload_since = None
         self._next_report = -np.inf
         self.configure(settings)
 
@@ -178,6 +188,8 @@ class ControllerCore(Events):
         joint law holds the measured position."""
         before = getattr(self, "settings", None)
         self.settings = s = settings
+        if before is not None and not same_inertias(before["model"], s["model"]):
+            self.payload_since = None if self.state is None else self.state[0]
         self.model, self.limits = s["model"], s["limits"]
         self.state_timeout = s["state_timeout"]
         # the watchdog looks twice per timeout, at least every 10 ms
@@ -258,6 +270,7 @@ class ControllerCore(Events):
                          f"preempted by a new goal from the {request.source}", quiet=True)
         goal.status, goal.trajectory, goal.tolerances = "active", trajectory, tolerances
         self.goal, self.trajectory = goal, trajectory
+        self.started = (trajectory.start_time, trajectory.end_time)
         self._say("info", f"new {trajectory.kind} trajectory from the {request.source}: "
                           f"t = {trajectory.start_time:.3f} s to {trajectory.end_time:.3f} s")
 
@@ -432,6 +445,7 @@ class ControllerCore(Events):
         if not self.stale:
             self.stale = True
             self.stale_events += 1
+            self.stale_silence = silent
             self._say("warning", f"no good joint state for {silent:.3f} s (state_timeout "
                       f"{self.state_timeout} s): " + ("holding gravity compensation at the "
                       "last good position" if hold else "effort commands stopped"))
@@ -483,7 +497,14 @@ class ControllerCore(Events):
             "mode": self.settings["mode"], "ticks": self.ticks, "compute_p50_us": p50,
             "compute_p99_us": p99, "compute_max_us": worst,
             "compute_window_ticks": len(self.compute_s),
-            "saturated_ticks": self.saturated, "stale_state_events": self.stale_events}
+            "saturated_ticks": self.saturated, "stale_state_events": self.stale_events,
+            "payload_kg": round(float(self.model.mass.sum() - self.chain.mass.sum()), 9)}
+        for key, value in (("trajectory_start_s", self.started and self.started[0]),
+                           ("trajectory_end_s", self.started and self.started[1]),
+                           ("stale_silence_s", self.stale_silence),
+                           ("payload_since_s", self.payload_since)):
+            if value is not None:
+                values[key] = round(float(value), 6)
         if self.task is not None and self.state is not None:
             q = self.state[1]
             links = self.settings["cartesian"]["ee_link"]

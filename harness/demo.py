@@ -17,12 +17,13 @@ import argparse
 import contextlib
 import os
 import pathlib
-import re
 import time
 
 import numpy as np
 
 from . import processes
+
+CONTROLLER_NODE = "computed_torque_controller"
 
 
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
@@ -79,16 +80,23 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         nodes.append(processes.NodeProcess(
             "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params, log_dir=log_dir,
             env=env))
-        # from the controller's own word: the recorder may miss the first moving samples
-        # (92 ms of them seen), and the error along the trajectory changes 100-fold within a
-        # second, so a start read off the recording would shift every window compared
-        start = _wait_for_trajectory(nodes, timeout)
+        # from the controller's own word (its /diagnostics): the recorder may miss the first
+        # moving samples (92 ms of them seen), and the error along the trajectory changes
+        # 100-fold within a second, so a start read off the recording would shift every window
+        _wait_for(lambda: "trajectory_start_s" in _status(recorder, CONTROLLER_NODE), nodes,
+                  timeout, "no trajectory started")
+        start = _status(recorder, CONTROLLER_NODE)["trajectory_start_s"]
         # synchronous, a loaded machine slows simulated time down (a real-time factor of 0.15
         # with two CPU hogs beside the test suite): the deadline only catches a stopped loop
         deadline = time.monotonic() + duration * 10 + 60
         while _latest(recorder) < start + duration and time.monotonic() < deadline:
             _check_alive(nodes)
             time.sleep(0.1)
+        # the goal's result, which comes as the trajectory ends (none for a topic trajectory)
+        if _status(recorder, "trajectory_demo").get("interface") == "action":
+            with contextlib.suppress(TimeoutError):
+                _wait_for(lambda: "result" in _status(recorder, "trajectory_demo"), nodes, 10.0,
+                          "no goal result")
     finally:
         # last started, first stopped: the simulator goes before the controller, so it does not
         # count the states a stopped controller leaves unanswered
@@ -135,16 +143,15 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
         nodes.append(processes.NodeProcess(
             "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
             log_dir=log_dir, env=env))
-        _wait_for(lambda: "done:" in nodes[-1].log(), nodes, timeout, "cartesian_demo not done")
+        demo = lambda: _status(recorder, "cartesian_demo")  # noqa: E731
+        _wait_for(lambda: demo().get("message") == "done", nodes, timeout, "cartesian_demo not done")
         time.sleep(0.5)  # the last poses and a /diagnostics
     finally:
         codes = {node.name: node.stop() for node in reversed(nodes)}
         logs = {node.name: node.log() for node in nodes}
         recorder.close()
         rclpy.try_shutdown()
-    done = logs["cartesian_demo"].split("done:")[-1]
-    phases = dict(zip(("circle", "circle_end", "push", "push_end", "end"),
-                      map(float, re.findall(r"(\d+\.\d+) s?", done)[:5])))
+    phases = {key[:-2]: value for key, value in demo().items() if key.endswith("_s")}
     t, q, _, effort = recorder.series("states")
     return {"pose": recorder.pose_series("current_pose"),
             "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
@@ -292,12 +299,11 @@ def _wait_for(found, nodes, timeout, what):
     raise TimeoutError(f"{what} within {timeout} s; logs in {nodes[0].log_path.parent}")
 
 
-def _wait_for_trajectory(nodes, timeout):
-    """The simulated time (s) the controller started the first trajectory at, from its log."""
-    found = _wait_for(
-        lambda: re.search(r"new \w+ trajectory from the \w+: t = (-?[0-9.]+) s", nodes[0].log()),
-        nodes, timeout, "no trajectory started")
-    return float(found.group(1))
+def _status(recorder, node):
+    """A node's newest /diagnostics status as the recorder heard it: its values, and its
+    message under "message" ({} before any)."""
+    with recorder.lock:
+        return dict(recorder.diagnostics.get(node, {}))
 
 
 def spans(t, end, bins=4):
@@ -308,6 +314,23 @@ def spans(t, end, bins=4):
     samples or a largest gap would measure the recorder, not the loop."""
     counts, _ = np.histogram(t, bins=bins, range=(0.0, end))
     return len(t) > 0 and t[-1] >= 0.99 * end and counts.min() > 0
+
+
+FAULT_COUNTS = {CONTROLLER_NODE: ("stale_state_events",),
+                "dynamics_simulator": ("blowups", "command_timeouts")}
+
+
+def faults(result):
+    """{node.counter: count} of the watchdogs and blow-ups that fired, from each node's last
+    /diagnostics status ({} when none did; a node that reported nothing counts as a fault)."""
+    found = {}
+    for node, keys in FAULT_COUNTS.items():
+        values = result["diagnostics"].get(node)
+        if values is None:
+            found[node] = "no /diagnostics"
+            continue
+        found.update({f"{node}.{key}": values[key] for key in keys if values[key]})
+    return found
 
 
 def tracking_figures(result):
@@ -325,10 +348,17 @@ SIMULATOR_LINE = ("deadlines: {states:.0f} states, {missed:.0f} missed, {deadlin
                   "{command_timeouts:.0f} command timeouts")
 
 
+DEMO_LINE = ("sent {points:.0f} points over {duration_s:.1f} s ({interface}); goal result: "
+             "{result}: {result_string}")
+
+
 def status_line(diagnostics, node, line):
     """A node's last /diagnostics status, written out as `line` (a format of its keys)."""
     values = diagnostics.get(node)
-    return line.format(**values) if values else f"{node}: no diagnostics received"
+    try:
+        return line.format(**values) if values else f"{node}: no diagnostics received"
+    except KeyError as missing:
+        return f"{node}: {values.get('message')} (no {missing} yet)"
 
 
 def plot(result, path):
@@ -373,13 +403,15 @@ def main(argv=None):
                                          CONTROLLER_LINE))
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
-    sent = [line.split("]: ", 1)[-1] for line in result["logs"]["trajectory_demo"].splitlines()
-            if "goal result" in line or "sent " in line]
-    print("trajectory_demo: " + "; ".join(sent))
+    print("trajectory_demo " + status_line(result["diagnostics"], "trajectory_demo", DEMO_LINE))
     path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}.png"
     plot(result, path)
     print(f"plot written to {path}")
-    return 0 if all(c == 0 for c in result["exit_codes"].values()) else 1
+    demo = result["diagnostics"].get("trajectory_demo", {})
+    reached = demo.get("interface") == "topic" or demo.get("result") == "SUCCESSFUL"
+    if not reached:
+        print(f"the goal did not succeed: {demo.get('result', 'no result')}")
+    return 0 if reached and all(c == 0 for c in result["exit_codes"].values()) else 1
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Fault injector for the tests: relays /joint_states_raw to /joint_states over best-effort QoS
-and drops a given share of the messages (seeded, so a run is repeatable).
+and drops a given share of the messages (seeded, so a run is repeatable). Its counts are on
+/diagnostics (status "fault_relay": relayed, dropped), for the test to read.
 
     python test/fault_relay.py DROP_SHARE [--ros-args ...]
 """
@@ -12,6 +13,8 @@ import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
+
+from dyn_control.nodes.diagnostics import publish_diagnostics
 
 
 def main():
@@ -34,6 +37,7 @@ def main():
             out.publish(msg)
 
     node.create_subscription(JointState, "/joint_states_raw", relay, qos)
+    publish_diagnostics(node, lambda: ("OK", "relaying", dict(counts)), period=0.5)
     while not stop:
         rclpy.spin_once(node, timeout_sec=0.1)
     print(f"fault_relay: {counts['relayed']} relayed, {counts['dropped']} dropped", flush=True)

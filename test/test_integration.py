@@ -34,15 +34,16 @@ def run(tmp_path_factory):
 
 
 def test_without_control_msgs_the_action_is_off_and_the_topic_works(run):
-    log = run["logs"]["computed_torque_controller"]
-    assert log.count("control_msgs is not installed: ~/follow_joint_trajectory") == 1, log
-    assert "(topic)" in run["logs"]["trajectory_demo"]
+    d = run["diagnostics"]
+    assert d["computed_torque_controller"]["follow_joint_trajectory"].startswith("off"), d
+    assert d["trajectory_demo"]["interface"] == "topic", d
 
 
 def test_controller_started_first_waits_without_output(run):
     assert run["ticks_before_simulator"] == 0
     log = run["logs"]["computed_torque_controller"]
-    assert "7 joints" in log and "error" not in log.lower()
+    assert run["diagnostics"]["computed_torque_controller"]["mode"] == "computed_torque"
+    assert "error" not in log.lower()
 
 
 def test_real_time_loop_converges(run):

@@ -13,7 +13,8 @@ One update loop at 1 kHz of wall time, as controller_manager's (no lockstep with
 - write(), as the plugin writes with trigger_joint_command_threshold -1 (every cycle): a
   sensor_msgs/JointState on /robot_joint_commands, QoS depth 1, stamped now, `name` every joint,
   `effort` the commands and `position`, `velocity` empty (an effort-only arm).
-On Ctrl-C it prints how many cycles it ran.
+It reports how many cycles it ran on /diagnostics (status "topic_hardware_peer": cycles), and
+prints the count on Ctrl-C.
 """
 
 import math
@@ -30,6 +31,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from dyn_control.nodes import messages
+from dyn_control.nodes.diagnostics import publish_diagnostics
 
 PERIOD = 1e-3  # s, controller_manager's update_rate 1000 Hz
 
@@ -71,6 +73,7 @@ def main():
     broadcast_msg = messages.JointStateWriter(joints)
     command_msg = messages.JointStateWriter(joints, ("effort",))
     cycles = 0
+    publish_diagnostics(node, lambda: ("OK", "running", {"cycles": cycles}), period=0.5)
     next_cycle = time.monotonic()
     while not stop:
         executor.spin_once(timeout_sec=0)  # what came since the last cycle

@@ -10,7 +10,8 @@ under use_sim_time):
 2. holds the pose `settle` s, then has the simulator push the end effector with `push_force`
    (N, base axes) on dynamics_simulator's ~/external_wrench for `push_duration` s, lets go, and
    holds `settle` s more;
-3. logs "done" with the times of each phase, for the harness to cut its recording.
+3. reports "done" on /diagnostics, where the times of each phase are (simulated s) from the
+   start on, for the harness to cut its recording.
 """
 
 import numpy as np
@@ -21,6 +22,7 @@ from rclpy.node import Node
 from .. import kinematics
 from ..parameters import CARTESIAN_DEMO
 from . import messages
+from .diagnostics import publish_diagnostics
 from .params import declare_parameters
 from .process import run
 
@@ -43,6 +45,7 @@ class CartesianDemo(Node):
         self.push_pub = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
         self.create_subscription(PoseStamped, f"{CONTROLLER}/current_pose", self._on_pose, 10)
         self.create_timer(0.02, self._tick)
+        publish_diagnostics(self, self.status, period=0.2)  # 5 Hz: the harness waits on it
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
@@ -63,16 +66,31 @@ class CartesianDemo(Node):
             self.get_logger().info(f"circle about {np.round(p, 4).tolist()} m in "
                                    f"'{msg.header.frame_id}'")
 
+    def phases(self):
+        """{phase: simulated s}: the circle's start and end, the push's, and the end."""
+        s = self.p
+        circle = self.start[0] + s["settle"]
+        circle_end = circle + s["circles"] * s["period"]
+        push = circle_end + s["settle"]
+        push_end = push + s["push_duration"]
+        return {"circle": circle, "circle_end": circle_end, "push": push, "push_end": push_end,
+                "end": push_end + s["settle"]}
+
+    def status(self):
+        """/diagnostics: the phase it is in, and when each phase is (None before the start)."""
+        if self.start is None:
+            return None
+        return "OK", self.phase, {f"{k}_s": round(v, 6) for k, v in self.phases().items()}
+
     def _tick(self):
         if self.start is None or self.phase == "done":
             return
         t0, R, p0 = self.start
-        s = self.p
-        t = self._now() - t0 - s["settle"]
-        t0 += s["settle"]
-        circle_end = s["circles"] * s["period"]
-        push_start = circle_end + s["settle"]
-        push_end = push_start + s["push_duration"]
+        s, phases = self.p, self.phases()
+        t0 = phases["circle"]
+        t = self._now() - t0
+        circle_end, push_start, push_end, end = (phases[k] - t0 for k in
+                                                 ("circle_end", "push", "push_end", "end"))
         if 0 <= t < circle_end:
             phase = 2 * np.pi * t / s["period"]
             p = p0 + s["radius"] * np.array([0.0, np.cos(phase) - 1.0, np.sin(phase)])
@@ -85,11 +103,9 @@ class CartesianDemo(Node):
         elif t >= push_end and self.phase == "pushing":
             self._push([0.0, 0.0, 0.0])
             self.phase = "released"
-        elif t >= push_end + s["settle"] and self.phase == "released":
+        elif t >= end and self.phase == "released":
             self.phase = "done"
-            self.get_logger().info(
-                f"done: circle {t0:.3f} to {t0 + circle_end:.3f} s, push {t0 + push_start:.3f} "
-                f"to {t0 + push_end:.3f} s, end {t0 + push_end + s['settle']:.3f} s")
+            self.get_logger().info("done: " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()))
 
     def _push(self, force):
         msg = WrenchStamped()

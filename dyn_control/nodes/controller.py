@@ -77,7 +77,15 @@ class ComputedTorqueController(Node):
                                    f"({prefix}target_pose): {err}") from err
         self.create_subscription(JointState, "~/target_joint", self.on_target_joint, 10)
         set_parameters_callback(self, CONTROLLER, self._apply)
-        publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics())
+        publish_diagnostics(self, self.status)
+
+    def status(self):
+        """/diagnostics: the core's, and whether ~/follow_joint_trajectory is served."""
+        if self.core is None:
+            return None
+        level, message, values = self.core.diagnostics()
+        action = "served" if trajectory_action.AVAILABLE else "off: control_msgs not installed"
+        return level, message, {**values, "follow_joint_trajectory": action}
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)

@@ -39,13 +39,15 @@ def publish_diagnostics(node, status, period=1.0, stamp=None):
 
 
 def read_diagnostics(msg):
-    """DiagnosticArray -> {status name: {key: value}}, numbers as floats where they parse."""
+    """DiagnosticArray -> {status name: {key: value}}, numbers as floats where they parse; the
+    status's message under "message"."""
     def number(text):
         try:
             return float(text)
         except ValueError:
             return text
-    return {s.name: {kv.key: number(kv.value) for kv in s.values} for s in msg.status}
+    return {s.name: {"message": s.message, **{kv.key: number(kv.value) for kv in s.values}}
+            for s in msg.status}
 
 
 def log_events(node, core):

@@ -4,7 +4,9 @@ Waits for the controller, then takes one /joint_states (the trajectory is centre
 sends a quintic JointTrajectory (positions, velocities, accelerations) with header.stamp =
 0, "start now" (see dyn_control.trajectory.sine_waypoints): as a FollowJointTrajectory goal, as
 MoveIt sends one, and logs its result; or, with `interface: topic` or without control_msgs, on
-the controller's ~/joint_trajectory topic.
+the controller's ~/joint_trajectory topic. What it sent and the goal's result are on
+/diagnostics too (status "trajectory_demo": message "waiting", "sent" or the result code;
+values points, duration_s, interface, and result and result_string once the goal ends).
 """
 
 from rclpy.action import ActionClient
@@ -17,6 +19,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..parameters import TRAJECTORY_DEMO
 from ..trajectory import sine_waypoints
 from . import messages, trajectory_action
+from .diagnostics import publish_diagnostics
 from .model_source import build_chain, model_text
 from .params import StartupError, declare_parameters
 from .process import run
@@ -37,6 +40,7 @@ class TrajectoryDemo(Node):
         self.chain, _ = build_chain(self, source)
         self.reader = messages.JointStateReader(self.chain.joint_names)
         self.sent = False
+        self.report = ("waiting", {})  # /diagnostics: (message, values)
         self.action = None
         if self.get_parameter("interface").value == "action":
             if trajectory_action.AVAILABLE:
@@ -51,6 +55,8 @@ class TrajectoryDemo(Node):
         # with once the controller is ready
         self._poll = self.create_timer(0.1, self.on_poll,
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
+        # 5 Hz: the harness waits on it for the result
+        publish_diagnostics(self, lambda: ("OK", *self.report), period=0.2)
 
     def ready(self):
         return (self.action.server_is_ready() if self.action is not None else
@@ -97,20 +103,25 @@ class TrajectoryDemo(Node):
         else:
             self.pub.publish(msg)
         self.sent = True
-        self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s "
-                               f"({'action' if self.action is not None else 'topic'})")
+        interface = "action" if self.action is not None else "topic"
+        self.report = ("sent", {"points": len(times), "duration_s": float(times[-1]),
+                                "interface": interface})
+        self.get_logger().info(f"sent {len(times)} points over {times[-1]:.1f} s ({interface})")
 
     def _on_response(self, future):
         handle = future.result()
         if not handle.accepted:
-            self.get_logger().error("goal rejected")
+            self._result("REJECTED", "the action server rejected the goal")
             return
         handle.get_result_async().add_done_callback(self._on_result)
 
     def _on_result(self, future):
         result = future.result().result
-        code = trajectory_action.code_name(result.error_code)
-        self.get_logger().info(f"goal result: {code}: {result.error_string}")
+        self._result(trajectory_action.code_name(result.error_code), result.error_string)
+
+    def _result(self, code, text):
+        self.report = (code, {**self.report[1], "result": code, "result_string": text})
+        self.get_logger().info(f"goal result: {code}: {text}")
 
     def shutdown(self):
         pass
