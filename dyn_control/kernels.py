@@ -34,7 +34,10 @@ except ImportError:  # pragma: no cover - exercised through .py_func in the test
     def get_num_threads():
         return 1
 
+from . import numba_cache
 from .model import PRISMATIC, REVOLUTE  # noqa: F401  (the joint-type codes, stated there)
+
+numba_cache.configure()  # before the first kernel: its cache is chosen where it is decorated
 jit = njit(cache=True, fastmath=False, nogil=True)  # how every kernel is compiled
 
 
