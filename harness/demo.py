@@ -83,9 +83,9 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         # from the controller's own word (its /diagnostics): the recorder may miss the first
         # moving samples (92 ms of them seen), and the error along the trajectory changes
         # 100-fold within a second, so a start read off the recording would shift every window
-        _wait_for(lambda: "trajectory_start_s" in _status(recorder, CONTROLLER_NODE), nodes,
+        _wait_for(lambda: "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE), nodes,
                   timeout, "no trajectory started")
-        start = _status(recorder, CONTROLLER_NODE)["trajectory_start_s"]
+        start = node_status(recorder, CONTROLLER_NODE)["trajectory_start_s"]
         # synchronous, a loaded machine slows simulated time down (a real-time factor of 0.15
         # with two CPU hogs beside the test suite): the deadline only catches a stopped loop
         deadline = time.monotonic() + duration * 10 + 60
@@ -93,10 +93,10 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             _check_alive(nodes)
             time.sleep(0.1)
         # the goal's result, which comes as the trajectory ends (none for a topic trajectory)
-        if _status(recorder, "trajectory_demo").get("interface") == "action":
+        if node_status(recorder, "trajectory_demo").get("interface") == "action":
             with contextlib.suppress(TimeoutError):
-                _wait_for(lambda: "result" in _status(recorder, "trajectory_demo"), nodes, 10.0,
-                          "no goal result")
+                _wait_for(lambda: "result" in node_status(recorder, "trajectory_demo"), nodes,
+                          10.0, "no goal result")
     finally:
         # last started, first stopped: the simulator goes before the controller, so it does not
         # count the states a stopped controller leaves unanswered
@@ -143,7 +143,7 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
         nodes.append(processes.NodeProcess(
             "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
             log_dir=log_dir, env=env))
-        demo = lambda: _status(recorder, "cartesian_demo")  # noqa: E731
+        demo = lambda: node_status(recorder, "cartesian_demo")  # noqa: E731
         _wait_for(lambda: demo().get("message") == "done", nodes, timeout, "cartesian_demo not done")
         time.sleep(0.5)  # the last poses and a /diagnostics
     finally:
@@ -299,7 +299,7 @@ def _wait_for(found, nodes, timeout, what):
     raise TimeoutError(f"{what} within {timeout} s; logs in {nodes[0].log_path.parent}")
 
 
-def _status(recorder, node):
+def node_status(recorder, node):
     """A node's newest /diagnostics status as the recorder heard it: its values, and its
     message under "message" ({} before any)."""
     with recorder.lock:

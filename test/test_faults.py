@@ -28,7 +28,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 from conftest import PACKAGE_DIR  # noqa: E402
 from harness import processes  # noqa: E402
-from harness.demo import closed_loop, faults, spans, tracking_figures  # noqa: E402
+from harness.demo import closed_loop, faults, node_status, spans, tracking_figures  # noqa: E402
 from harness.recorder import Recorder  # noqa: E402
 
 ARM, ARM_CONFIGS = processes.arm_files("default_arm")
@@ -130,19 +130,20 @@ def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
         wait_for(lambda: len(efforts.times) > 100, 30, "effort commands at the test's subscription")
         # (on wall time, a loaded machine can starve the loop past state_timeout before the
         # kill too: the watchdog reports that as it should, so only what follows the kill counts)
-        wait_for(lambda: "stale_state_events" in _controller(recorder), 60, "/diagnostics")
-        before = _controller(recorder)["stale_state_events"]
+        controller_status = lambda: node_status(recorder, "computed_torque_controller")  # noqa: E731
+        wait_for(lambda: "stale_state_events" in controller_status(), 60, "/diagnostics")
+        before = controller_status()["stale_state_events"]
         sim.proc.send_signal(signal.SIGKILL)
         sim.proc.wait()
         killed = time.monotonic()
-        wait_for(lambda: _controller(recorder)["stale_state_events"] > before, 60,
+        wait_for(lambda: controller_status()["stale_state_events"] > before, 60,
                  "the stale-state report on /diagnostics")
         detected = time.monotonic()
         # then it holds, with gravity compensation sent at the watchdog's 100 Hz
         wait_for(lambda: efforts.since(detected) > 20, 60, "hold commands after the warning")
         # once: the controller holds, it does not nag (a status a second later agrees)
         time.sleep(1.5)
-        status = _controller(recorder)
+        status = controller_status()
         assert status["stale_state_events"] == before + 1, status
         assert status["message"] == "holding: no good joint state", status
         # state_timeout is 0.1 s: the controller reports the silence it saw, never less. How
@@ -156,12 +157,6 @@ def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
     finally:
         controller.stop()
         sim.stop()
-
-
-def _controller(recorder):
-    """The controller's newest /diagnostics status as the recorder heard it ({} before any)."""
-    with recorder.lock:
-        return dict(recorder.diagnostics.get("computed_torque_controller", {}))
 
 
 def _fmt(values):
