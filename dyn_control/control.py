@@ -8,19 +8,37 @@ integral of e over time, each joint's clamped to +-integral_limit (rad s). The m
   critically damped for Kd = 2 sqrt(Kp). A load the model lacks (a payload, a wrong inertia)
   acts as an acceleration error; with Ki > 0 the integral learns it and e returns to zero:
   e''' + Kd e'' + Kp e' + Ki e = 0, all three poles at -w for Kp = 3 w^2, Kd = 3 w, Ki = w^3.
-- feedforward:     tau = ID(q_d, qd_d, qdd_d) + Kp e + Kd ed + Ki ie
-- gravity_pd:      tau = g(q) + Kp e + Kd ed + Ki ie (the usual baseline)
+- feedforward:     tau = ID(q, qd_d, qdd_d) + I(q) (Kp e + Kd ed + Ki ie)
+- gravity_pd:      tau = g(q) + I(q) (Kp e + Kd ed + Ki ie) (the usual baseline)
 
-Kp (1/s^2), Kd (1/s) and Ki (1/s^3) multiply M in computed_torque; in the other modes the same
-numbers act as N m/rad, N m s/rad and N m/(rad s) (N/m ... for prismatic joints). The integral
-is kept across trajectories (it estimates the unmodelled load) and cleared where Ki is 0.
+feedforward takes the desired motion through the model at the measured position (as PD+
+does): ID(q_d, ...) put g(q_d) - g(q), a spring of the arm's own weight, against the PD, and on
+a light arm that spring wins (the SO-100 fell 1.5 rad from a 0.01 rad offset with the default
+gains); at q the weight is cancelled exactly, as in gravity_pd.
+
+Kp (1/s^2), Kd (1/s) and Ki (1/s^3) mean the same in every mode: they multiply M in
+computed_torque, and I(q) = diag(1 / (M(q)^-1)_jj) in the other two, each joint's inertia with
+the other joints free. So a joint alone answers its error with the same natural frequency in
+every mode, the light wrist as the heavy shoulder. (Gains applied as N m/rad made the defaults,
+kd = 40 on a wrist of 4e-3 kg m^2 over a 1 ms period, an unstable loop.) Scaling by the diagonal
+of M instead would not do: M^-1 diag(M) reaches gains of 58 (default arm) to 117 (xArm7) in
+some direction, where M^-1 I(q) has a unit diagonal, so its gains sum to n.
+
+The sampled loop (the command held over one control period T, as the synchronous simulator
+applies it) of e'' = -g (Kp e + Kd e') is stable for Kd g T < 2 and Kp T < 2 Kd (Jury's test
+on its characteristic polynomial z^2 - (2 - Kd g T - Kp g T^2 / 2) z + 1 - Kd g T + Kp g T^2 / 2).
+g is 1 in computed_torque and at most n in the other modes (the eigenvalues of M^-1 I(q) sum to
+n): check_gains refuses gains beyond that. The integral is kept across trajectories (it
+estimates the unmodelled load) and cleared where Ki is 0.
 
 friction_compensation adds the URDF's joint damping B and Coulomb friction F:
 - damping, computed_torque: B (qd + T v), v = qdd_d + Kd ed + Kp e, T the control period. A
   real joint's damping acts through the whole period, as the simulator's implicit step takes
   it: (M + T B)(qd' - qd) = T (tau - bias - B qd). Asking M + T B for v cancels it exactly, so
   even damping far stiffer than the period (xArm7: 10 N m s/rad on 1.4e-4 kg m^2) neither
-  destabilises the loop nor slows the error response. The other modes use B qd_d.
+  destabilises the loop nor slows the error response. The other modes do the same with I(q)
+  for M: B qd + (I + T B)(Kp e + Kd ed + Ki ie); with B qd_d instead, a stiffly damped light
+  joint crept at (its PD torque) / B and never closed a 0.01 rad offset (xArm7).
 - friction: F clip((Kp e + Kd qd_d) / (Kp deadband), -1, 1): the direction the law pulls in,
   fading to zero within `deadband` (rad) of the target. friction * sign(qd_d) gave nothing at
   rest, so a joint stuck inside its friction band stayed there (xArm7: 6.7e-3 rad of a 1e-2
@@ -59,6 +77,20 @@ def gain_vector(value, n, name):
 def critical_damping(kp):
     """Kd = 2 sqrt(Kp): the computed-torque error response is critically damped."""
     return 2.0 * np.sqrt(kp)
+
+
+def check_gains(mode, kp, kd, period, names):
+    """Refuse gains (n,) the sampled loop cannot hold stable at `period` (s) in `mode` (the
+    module docstring's bounds): ValueError naming the joint, the gain and its limit."""
+    coupling = len(names) if mode in (MODES[FEEDFORWARD], MODES[GRAVITY_PD]) else 1
+    for name, p, d in zip(names, kp, kd):
+        if d * coupling * period >= 2.0:
+            raise ValueError(f"kd on {name}: {d:g} 1/s is not below {2.0 / (coupling * period):g}"
+                             f", the most that {mode} holds stable at control_period {period:g} s")
+        if p > 0 and p * period >= 2.0 * d:
+            raise ValueError(f"kp on {name}: {p:g} 1/s^2 is not below {2.0 * d / period:g} "
+                             f"(2 kd / control_period), the most that kd {d:g} damps at "
+                             f"control_period {period:g} s")
 
 
 def check_mode(mode):
@@ -125,12 +157,14 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, mode, kp, kd, ki, 
     else:
         zero6 = np.zeros(6)
         if mode == FEEDFORWARD:
-            tau = kernels.inverse_dynamics(*model, q_d, qd_d, qdd_d, a0, zero6)
+            tau = kernels.inverse_dynamics(*model, q, qd_d, qdd_d, a0, zero6)
         else:
             zero = np.zeros(n)
             tau = kernels.inverse_dynamics(*model, q, zero, zero, a0, zero6)
-        for i in range(n):
-            tau[i] += kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i] + damping[i] * qd_d[i]
+        inertia = kernels.joint_inertias(*model, q)
+        for i in range(n):  # the damping as computed_torque takes it, with I for M
+            pd = kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i]
+            tau[i] += (inertia[i] + period * damping[i]) * pd + damping[i] * qd[i]
     for i in range(n):
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
             pull, band = kp[i] * e[i] + kd[i] * qd_d[i], kp[i] * deadband

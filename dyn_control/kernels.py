@@ -364,6 +364,24 @@ def cholesky_solve(M, b):
 
 
 @jit
+def joint_inertias(R0, p0, axis, jtype, parent, mass, h, inertia_o, q):
+    """(n,) kg m^2 or kg: each joint's inertia with the other joints free, 1 / (M(q)^-1)_jj,
+    the inertia a torque on that joint alone accelerates (M by the composite-rigid-body pass)."""
+    n = q.shape[0]
+    R, p = np.empty((n, 3, 3)), np.empty((n, 3))
+    joint_poses(R0, p0, axis, jtype, q, R, p)
+    M = np.empty((n, n))
+    _mass_matrix_crba(R, p, axis, jtype, parent, mass, h, inertia_o, M)
+    L = cholesky_factor(M)
+    unit, out = np.zeros(n), np.empty(n)
+    for j in range(n):
+        unit[j] = 1.0
+        out[j] = 1.0 / cholesky_apply(L, unit)[j]
+        unit[j] = 0.0
+    return out
+
+
+@jit
 def forward_dynamics(R0, p0, axis, jtype, parent, mass, h, inertia_o, q, qd, tau, a0, f_tip):
     """qdd = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve, M by the composite-rigid-body
     pass (equal to the n inverse-dynamics columns to round-off, and n times fewer passes)."""

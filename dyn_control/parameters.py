@@ -206,7 +206,7 @@ CARTESIAN = (
 
 CONTROLLER = Table(
     *MODEL,
-    Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q_d, q̇_d, q̈_d) + "
+    Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q, q̇_d, q̈_d) + "
           "PD), `gravity_pd` (g(q) + PD) or `cartesian_impedance` ([cartesian.md](cartesian.md))",
           choices=(*MODES, CARTESIAN_IMPEDANCE)),
     Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True),

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import URDF_DIR, require
 from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, kinetic_energy,
-                         load_chain, potential_energy)
-from dyn_control.control import (ControlLaw, check_mode, control_torque, critical_damping,
-                                 effort_limits, gain_vector, saturate)
+                         load_chain, mass_matrix, potential_energy)
+from dyn_control.control import (ControlLaw, check_gains, check_mode, control_torque,
+                                 critical_damping, effort_limits, gain_vector, saturate)
 from examples import joint, link, inertial, robot
 from dyn_control.simulation import Simulation
 
@@ -50,9 +50,41 @@ def test_feedforward_and_gravity_pd_at_zero_error(arm):
                                inverse_dynamics(arm, q, qd, qdd), atol=1e-12)
     np.testing.assert_allclose(control_torque(arm, "gravity_pd", q, qd, q, qd, qdd, kp, kd),
                                gravity_torques(arm, q), atol=1e-12)
+    # the PD is scaled by each joint's inertia with the others free, 1 / (M^-1)_jj (closed
+    # form from numpy's inverse of our M)
+    inertia = 1.0 / np.diag(np.linalg.inv(mass_matrix(arm, q)))
     e = np.full(7, 0.01)
     np.testing.assert_allclose(control_torque(arm, "gravity_pd", q, qd, q + e, qd, qdd, kp, kd)
-                               - gravity_torques(arm, q), kp * e, atol=1e-12)
+                               - gravity_torques(arm, q), inertia * kp * e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["gravity_pd", "feedforward"])
+def test_a_joint_alone_answers_its_error_at_kp_in_every_mode(arm, mode):
+    # Identity: at rest, with an error on joint j only, the PD's torque accelerates joint j by
+    # exactly kp e_j (q'' = M^-1 tau, and tau_j = kp e_j / (M^-1)_jj), as computed_torque does
+    # on every joint; the wrist no faster than the shoulder. Tolerance 1e-9 (forward dynamics'
+    # Cholesky solve).
+    q = np.random.default_rng(2).uniform(-1, 1, 7)
+    zero, kp = np.zeros(7), np.full(7, 400.0)
+    for j in range(7):
+        e = np.zeros(7)
+        e[j] = 0.01
+        tau = control_torque(arm, mode, q, zero, q + e, zero, zero, kp, 2 * np.sqrt(kp))
+        qdd = forward_dynamics(arm, q, zero, tau)
+        assert qdd[j] == pytest.approx(kp[j] * e[j], rel=1e-9)
+
+
+def test_gains_the_sampled_loop_cannot_hold_are_refused_naming_joint_gain_and_limit():
+    names = ["a", "b", "c"]
+    check_gains("computed_torque", [400.0] * 3, [40.0] * 3, 1e-3, names)  # the defaults
+    check_gains("gravity_pd", [400.0] * 3, [40.0] * 3, 1e-3, names)
+    with pytest.raises(ValueError, match=r"kd on b: 2000 1/s is not below 2000, .*computed_torque"):
+        check_gains("computed_torque", [400.0] * 3, [40.0, 2000.0, 40.0], 1e-3, names)
+    # the inertia-scaled modes: the joints' loop gains sum to n, so the bound is 2 / (n T)
+    with pytest.raises(ValueError, match=r"kd on c: 700 1/s is not below 666.667, .*gravity_pd"):
+        check_gains("gravity_pd", [400.0] * 3, [40.0, 40.0, 700.0], 1e-3, names)
+    with pytest.raises(ValueError, match=r"kp on a: 1e\+06 1/s\^2 is not below 80000 "):
+        check_gains("feedforward", [1e6, 400.0, 400.0], [40.0] * 3, 1e-3, names)
 
 
 def test_gains_and_mode_validation():
