@@ -86,11 +86,17 @@ def critical_damping(K, gain, V):
     diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
     L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
     light mode (a wrist) gets the small damping its inertia takes at the control period,
-    where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability."""
+    where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability. A direction the
+    arm cannot move in (an arm of fewer than 6 joints, a singular pose) has a gain of round-off
+    size: it is taken as 0, no damping there. (1 / its root amplified round-off into a
+    torque of 1e4 N m within one tick on example-robot-data's double pendulum.)"""
     m = K.shape[0]
+    largest = 0.0
+    for i in range(m):
+        largest = max(largest, gain[i])
     root, inv_root = np.empty(m), np.empty(m)
     for i in range(m):
-        root[i] = math.sqrt(max(gain[i], 0.0))
+        root[i] = math.sqrt(gain[i]) if gain[i] > 1e-9 * largest else 0.0
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
     L, Linv = compose_eigen(V, root, np.empty((m, m))), compose_eigen(V, inv_root, np.empty((m, m)))
     B = compose_eigen(Linv, K, np.empty((m, m)))  # L^-1 K L^-1 (L^-1 is symmetric)
