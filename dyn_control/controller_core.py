@@ -30,8 +30,8 @@ import numpy as np
 
 from . import goals, kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw, per_frame
-from .control import (MODES, ControlLaw, all_finite, at_limit, critical_damping, gain_vector,
-                      limit_rate, trajectory_violation)
+from .control import (MODES, ControlLaw, all_finite, at_limit, check_gains, critical_damping,
+                      gain_vector, limit_rate, trajectory_violation)
 from .cores import REPORT_EVERY, Events, JointSettings
 from .parameters import payload_model, unset
 from .trajectory import Trajectory
@@ -68,9 +68,10 @@ def controller_settings(chain, value, order=None):
         chain.frame(link, "ee_link")  # ValueError naming it
     frames = len(ee_links)
     damping = value("cartesian_damping")
+    kd = critical_damping(kp) if value("kd") is None else per_joint("kd")
+    check_gains(value("mode"), kp, kd, value("control_period"), chain.joint_names)
     return dict(
-        mode=value("mode"), kp=kp,
-        kd=critical_damping(kp) if value("kd") is None else per_joint("kd"),
+        mode=value("mode"), kp=kp, kd=kd,
         ki=per_joint("ki"), integral_limit=per_joint("integral_limit"),
         limits=joints.effort_limits(),
         friction_compensation=bool(value("friction_compensation")),
@@ -97,6 +98,17 @@ def controller_settings(chain, value, order=None):
         nullspace_posture=joints.positions("nullspace_posture"),
         target_filter=value("target_filter"),
         model=payload_model(chain, value))
+
+
+def _too_stiff(cartesian, q, period):
+    """Why the Cartesian stiffness is beyond what `period` holds at q, or None. Its stiffest
+    mode at critical damping asks kd = 2 w: the sampled loop's kd T < 2 (control.py) is w T < 1."""
+    fastest = cartesian.fastest_mode(q)
+    if fastest * period <= 1.0:
+        return None
+    return (f"cartesian_stiffness: the stiffest mode of the arm at this pose is {fastest:.0f} "
+            f"rad/s, beyond 1/control_period ({1 / period:.0f} rad/s): the loop can oscillate; "
+            "lower the stiffness, or set operational_space")
 
 
 class Goal:
@@ -176,6 +188,7 @@ class ControllerCore(Events):
         # newest trajectory started (state time, s), the silence at the newest stale-state
         # report (s), and the state time after which the newest payload took effect
         self.started = self.stale_silence = self.payload_since = None
+        self.refused = None  # why cartesian_impedance was not entered (the arm holds its joints)
         self._next_report = -np.inf
         self.configure(settings)
 
@@ -185,9 +198,20 @@ class ControllerCore(Events):
         next goal on (the active one keeps its own, as JTC). A mode switch hands the new law
         the current state as its reference: entering cartesian_impedance (or a new ee_link)
         takes the current pose as the target and the current posture as q_n; leaving it, the
-        joint law holds the measured position."""
+        joint law holds the measured position. ValueError, and nothing changes, when the
+        Cartesian stiffness is beyond what the control period holds at the arm's pose."""
+        s = settings
+        cartesian = CartesianLaw(s["model"], **s["cartesian"], limits=s["limits"],
+                                 friction_compensation=s["friction_compensation"],
+                                 friction_deadband=s["friction_deadband"],
+                                 period=s["control_period"])
+        if s["mode"] == CARTESIAN_IMPEDANCE and self.state is not None:
+            stiffness_problem = _too_stiff(cartesian, self.state[1], s["control_period"])
+            if stiffness_problem:
+                raise ValueError(stiffness_problem)
         before = getattr(self, "settings", None)
-        self.settings = s = settings
+        self.settings = settings
+        self.refused = None  # the next tick tries the mode again with these settings
         if before is not None and not same_inertias(before["model"], s["model"]):
             self.payload_since = None if self.state is None else self.state[0]
         self.model, self.limits = s["model"], s["limits"]
@@ -201,10 +225,7 @@ class ControllerCore(Events):
             s["friction_compensation"], s["friction_deadband"],
             s["control_period"], s["ki"], s["integral_limit"],
             None if self.law is None else self.law.integral)
-        self.cartesian = CartesianLaw(self.model, **s["cartesian"], limits=self.limits,
-                                      friction_compensation=s["friction_compensation"],
-                                      friction_deadband=s["friction_deadband"],
-                                      period=s["control_period"])
+        self.cartesian = cartesian
         was = before is not None and before["mode"] == CARTESIAN_IMPEDANCE
         if s["mode"] == CARTESIAN_IMPEDANCE:
             if not was or before["cartesian"]["ee_link"] != s["cartesian"]["ee_link"]:
@@ -332,18 +353,21 @@ class ControllerCore(Events):
     # ------------------------------------------------------------------ cartesian targets
 
     def _enter_task(self, q):
-        """Take the current pose as the target and the posture (or nullspace_posture) as q_n;
-        warn when the stiffness is beyond what the control period can hold on this arm."""
+        """Take the current pose as the target and the posture (or nullspace_posture) as q_n.
+        Not when the stiffness is beyond what the control period holds at this pose (settings
+        given before any state, so not refused then): the arm holds its joints where they are
+        instead, `refused` says why, until new settings come. Returns whether it entered."""
         s = self.settings
+        problem = _too_stiff(self.cartesian, q, s["control_period"])
+        if problem:
+            if self.refused is None:
+                self.refused = f"cartesian_impedance not entered, the joints hold: {problem}"
+                self._say("error", self.refused)
+            return False
         poses = [kinematics.frame_pose(self.model, q, link) for link in s["cartesian"]["ee_link"]]
         posture = s["nullspace_posture"]
         self.task = Task(poses, np.array(q if posture is None else posture, dtype=float))
-        fastest = self.cartesian.fastest_mode(q)
-        if fastest * s["control_period"] > 1.0:
-            self._say("warning", f"cartesian_stiffness: the stiffest mode of the arm at this pose "
-                      f"is {fastest:.0f} rad/s, beyond 1/control_period ({1 / s['control_period']:.0f}"
-                      " rad/s): the loop can oscillate; lower the stiffness, or set "
-                      "operational_space")
+        return True
 
     def _task(self, what):
         """The running Task, entered now if the mode just switched; ValueError otherwise."""
@@ -354,7 +378,8 @@ class ControllerCore(Events):
         if self.task is None:
             if self.state is None:
                 raise ValueError(f"{what} ignored: no joint state yet")
-            self._enter_task(self.state[1])
+            if not self._enter_task(self.state[1]):
+                raise ValueError(f"{what} ignored: {self.refused}")
         return self.task
 
     def set_target_pose(self, R, p, frame=0):
@@ -410,9 +435,8 @@ class ControllerCore(Events):
               else min(max(t - self.tick_time, 0.0), self.state_timeout))
         self.tick_time = t
         task = None
-        if self.settings["mode"] == CARTESIAN_IMPEDANCE:
-            if self.task is None:
-                self._enter_task(q)
+        if self.settings["mode"] == CARTESIAN_IMPEDANCE and (self.task is not None or
+                                                             self._enter_task(q)):
             R_d, p_d = self.task.step(dt, self.settings["target_filter"])
             tau, task = self.cartesian(q, qd, R_d, p_d, self.task.wrench, self.task.posture)
             desired = errors = None
@@ -492,7 +516,8 @@ class ControllerCore(Events):
         """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports."""
         p50, p99, worst = self.compute_times()
         mode = ("waiting for joint states" if self.state is None else
-                "holding: no good joint state" if self.stale else "tracking")
+                "holding: no good joint state" if self.stale else
+                "holding: " + self.refused if self.refused else "tracking")
         values = {
             "mode": self.settings["mode"], "ticks": self.ticks, "compute_p50_us": p50,
             "compute_p99_us": p99, "compute_max_us": worst,
@@ -519,7 +544,7 @@ class ControllerCore(Events):
             if len(links) > 1:
                 for link, ek in zip(links, e):
                     values[f"{link}.pose_error_m"] = float(np.linalg.norm(ek[:3]))
-        return ("WARN" if self.stale else "OK", mode, values)
+        return ("WARN" if self.stale or self.refused else "OK", mode, values)
 
     def compute_report(self):
         """The compute time, for the log."""
