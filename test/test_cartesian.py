@@ -239,3 +239,27 @@ def test_every_arm_holds_its_pose_and_reaches_a_2_cm_offset(rel, operational_spa
     reached = np.linalg.norm(loop.pose(ee["ee_link"] or None)[1] - target)
     print(f"{rel}: drift while holding {held:.2e} m, off the 2 cm target {reached:.2e} m")
     assert held < 1e-4 and reached < (5e-4 if operational_space else 2e-3)
+
+
+def test_a_stiffness_the_period_cannot_hold_is_refused_at_run_time_and_not_entered_at_start(chain):
+    # Reference: the sampled loop's bound for the stiffest mode, w T < 1 (control.py,
+    # controller_core._too_stiff), w from CartesianLaw.fastest_mode at the pose.
+    core = make_core(chain)
+    core.update(0.0, (0.0, Q0, np.zeros(7)))  # in the mode, holding the pose it found
+    value = table_values(CONTROLLER, mode="cartesian_impedance", cartesian_stiffness=[1e7] * 6)
+    stiff = controller_settings(chain, value)
+    assert CartesianLaw(chain, stiffness=[1e7] * 6).fastest_mode(Q0) * 1e-3 > 1.0
+    before = core.settings
+    with pytest.raises(ValueError, match=r"cartesian_stiffness: the stiffest mode .* rad/s, beyond "
+                                         r"1/control_period \(1000 rad/s\)"):
+        core.configure(stiff)
+    assert core.settings is before and core.refused is None  # nothing changed
+    # given before any state (at start-up), the mode is not entered: the joints hold
+    core = ControllerCore(chain, stiff)
+    command = core.update(0.0, (0.0, Q0, np.zeros(7)))
+    assert core.task is None and core.refused.startswith("cartesian_impedance not entered")
+    np.testing.assert_array_equal(command.desired[0], Q0)  # the joint hold of the first state
+    level, message, _ = core.diagnostics()
+    assert level == "WARN" and message.startswith("holding: cartesian_impedance not entered")
+    with pytest.raises(ValueError, match="target_pose ignored: cartesian_impedance not entered"):
+        core.set_target_pose(np.eye(3), np.zeros(3))
