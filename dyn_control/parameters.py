@@ -24,8 +24,10 @@ class Param:
     """One parameter. default None: unset (any type; the node derives the value). `choices`,
     or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
     per-joint values (a scalar or one per joint) are checked where the joint count is known.
-    `any_type` allows any type (a scalar or a list, an integer for a float: ROS's dynamic
-    typing); `run_time`, whether `ros2 param set` may change it. A name with `<joint>` in it
+    `any_type` allows a scalar or a list (ROS's dynamic typing); `run_time`, whether `ros2 param
+    set` may change it. `number`: the value is a finite number (an integer for a float too),
+    or with `any_type` a list of them; a boolean or a string is refused, never read as 1.0
+    (default: whether the default is a number; None is unset). A name with `<joint>` in it
     stands for one parameter per controlled joint (JTC's `constraints.<joint>.goal`), declared
     once the joints are known (Table.for_joints)."""
 
@@ -39,16 +41,25 @@ class Param:
     open_low: bool = False
     any_type: bool = False
     shown_default: str = None  # how docs/parameters.md shows the default, if not the value
+    number: bool = None
+
+    def __post_init__(self):
+        if self.number is None:
+            object.__setattr__(self, "number", _is_number(self.default) or (
+                isinstance(self.default, list) and self.default != [] and
+                all(_is_number(x) for x in self.default)))
 
     def check(self, value, name=None):
         """ValueError naming the parameter (`name`: one a per-joint entry stands for) and the
         value, or None."""
         name = name or self.name
+        if self.number:
+            self._check_number(value, name)
         if self.choices and value not in self.choices:
             raise ValueError(f"{name} must be one of {', '.join(self.choices)}, got {value!r}")
         if self.low is None and self.high is None:
             return
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = _is_number(value) and math.isfinite(value)
         if ok and self.low is not None:
             ok = value > self.low if self.open_low else value >= self.low
         if ok and self.high is not None:
@@ -56,12 +67,30 @@ class Param:
         if not ok:
             raise ValueError(f"{name} must be {self._bounds()}, got {value!r}")
 
+    def _check_number(self, value, name):
+        if value is None and self.default is None:
+            return  # unset
+        listed = self.any_type and isinstance(value, (list, tuple))
+        bad = [(k, x) for k, x in enumerate(value if listed else [value])
+               if not (_is_number(x) and math.isfinite(x))]
+        if not bad:
+            return
+        what = "a finite number" + (" or a list of them" if self.any_type else "")
+        k, item = bad[0]
+        kind = {bool: "a boolean", str: "a string"}.get(type(item), type(item).__name__)
+        where = f"item {k}: {item!r}, " if listed else ""
+        raise ValueError(f"{name} must be {what}, got {value!r} ({where}{kind})")
+
     def _bounds(self):
         if self.high is None:
             return f"> {self.low:g}" if self.open_low else f">= {self.low:g}"
         if self.low is None:
             return f"<= {self.high:g}"
         return f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 JOINT = "<joint>"
@@ -185,16 +214,16 @@ CARTESIAN = (
     Param("cartesian_damping", None, "D, 6 values as K; unset: critical, 2√K with "
           "`operational_space`, else for each mode of the arm's inertia Λ at the pose "
           "(2 Λ^½ (Λ^-½ K Λ^-½)^½ Λ^½)",
-          any_type=True, shown_default="unset = critical"),
+          any_type=True, shown_default="unset = critical", number=True),
     Param("nullspace_stiffness", DEFAULT_NULLSPACE_STIFFNESS, "N·m/rad toward the posture, a "
           "scalar or one per joint", any_type=True),
     Param("nullspace_damping", None, "N·m·s/rad, a scalar or one per joint, on the nullspace "
           "velocity; unset: 2√(K_n I_i), critical for each joint's effective inertia I_i = "
           "1/(M⁻¹)_ii", any_type=True,
-          shown_default="unset = critical"),
+          shown_default="unset = critical", number=True),
     Param("nullspace_posture", None, "rad or m, one per joint: the posture the nullspace "
           "holds (`~/target_joint` changes it)", any_type=True,
-          shown_default="unset = the posture on entering the mode"),
+          shown_default="unset = the posture on entering the mode", number=True),
     Param("operational_space", False, "F = Λ(K e − D ẋ − J̇q̇) + w: the error moves as a "
           "unit-mass spring-damper in every direction (K in 1/s²); false: the impedance F = "
           "K e − D ẋ − ΛJ̇q̇ + w"),
@@ -211,7 +240,7 @@ CONTROLLER = Table(
           choices=(*MODES, CARTESIAN_IMPEDANCE)),
     Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True),
     Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
-          "response", any_type=True, shown_default="unset = 2√kp"),
+          "response", any_type=True, shown_default="unset = 2√kp", number=True),
     Param("ki", 0.0, "1/s³, integral gain, a scalar or one per joint; 0 = off ([when the "
           "model is wrong](controller.md#when-the-model-is-wrong))", any_type=True),
     Param("integral_limit", DEFAULT_INTEGRAL_LIMIT, "rad·s, a scalar or one per joint: the "
@@ -221,7 +250,7 @@ CONTROLLER = Table(
           "the limits: `reject` (the running one continues), `warn` (run it, log it) or `off`",
           choices=("reject", "warn", "off")),
     Param("effort_limits", None, "N·m, a scalar or one per joint: overrides the URDF effort "
-          "limits the command is saturated to", any_type=True, shown_default="URDF"),
+          "limits the command is saturated to", any_type=True, shown_default="URDF", number=True),
     Param("friction_compensation", True, "add the URDF's joint damping and friction "
           "([how](controller.md#joint-damping-and-friction-compensation))"),
     Param("friction_deadband", DEFAULT_FRICTION_DEADBAND, "rad: the friction compensation "
@@ -244,7 +273,8 @@ CONTROLLER = Table(
 SIMULATOR = Table(
     *MODEL,
     Param("initial_positions", None, "rad or m, in `joints` order", run_time=False,
-          any_type=True, shown_default="zeros, or the middle of the limits where 0 is outside them"),
+          any_type=True, shown_default="zeros, or the middle of the limits where 0 is outside them",
+          number=True),
     Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
           "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False, low=0.0, high=0.1, open_low=True),
     Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",
@@ -262,7 +292,7 @@ SIMULATOR = Table(
     Param("wait_for_command", True, "joints braked (time runs) until the first command, so the "
           "arm does not fall while the controller starts", run_time=False),
     Param("effort_limits", None, "N·m, a scalar or one per joint: the applied effort is "
-          "saturated to them", run_time=False, any_type=True, shown_default="URDF"),
+          "saturated to them", run_time=False, any_type=True, shown_default="URDF", number=True),
     Param("command_timeout", 0.2, "s without a command before the effort drops to zero (0 = "
           "never): simulated s when synchronous, wall s when free running", run_time=False,
           low=0.0),

@@ -7,6 +7,7 @@ round trip goes through DDS end to end. References: the pure functions the node 
 
 import copy
 import os
+import re
 import subprocess
 import time
 
@@ -24,6 +25,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
+from dyn_control.nodes.params import StartupError  # noqa: E402
 from dyn_control.nodes.simulator import DynamicsSimulator  # noqa: E402
 from dyn_control.nodes.trajectory_demo import CONTROLLER, TrajectoryDemo  # noqa: E402
 from dyn_control.simulation import default_initial_positions  # noqa: E402
@@ -205,7 +207,7 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
                                     ("kp", -1.0, "kp must be finite and >= 0"),
                                     ("kd", [1.0, 2.0], "kd must be a scalar or 7 values"),
                                     ("effort_limits", [1.0, 2.0], "effort_limits must be a scalar or 7"),
-                                    ("effort_limits", "abc", "could not convert"),
+                                    ("effort_limits", "abc", "effort_limits must be a finite number"),
                                     ("friction_deadband", 0.0, "friction_deadband must be > 0"),
                                     ("control_period", 2.0, "control_period must be in (0, 1]"),
                                     ("urdf_file", "/x.urdf", "cannot change while the node runs")):
@@ -219,6 +221,32 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
         assert node.get_parameter("mode").value == "gravity_pd"
     finally:
         node.destroy_node()
+
+
+NOT_NUMBERS = [(True, "got True (a boolean)"), ("abc", "got 'abc' (a string)"),
+               (float("nan"), "got nan (float)"), (float("inf"), "got inf (float)")]
+
+
+@pytest.mark.parametrize("name", ["kp", "ki", "effort_limits", "payload_mass", "integral_limit",
+                                  "state_timeout"])
+def test_a_number_parameter_refuses_a_boolean_a_string_and_a_non_finite_value(name):
+    # at run time (ros2 param set): refused with the name, the value and its type, nothing changes
+    node, *_ = make_controller()
+    try:
+        before = node.core.settings
+        for value, said in NOT_NUMBERS:
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not result.successful
+            assert result.reason.startswith(f"{name} must be a finite number")
+            assert said in result.reason, result.reason
+        assert node.core.settings is before
+    finally:
+        node.destroy_node()
+    # at start-up (-p name:=value): the node stops with the same line
+    for value, said in NOT_NUMBERS:
+        with pytest.raises(StartupError,
+                           match=f"parameter {name} must be a finite number.*{re.escape(said)}"):
+            make_controller(**{name: value})
 
 
 def test_bad_messages_are_dropped_and_the_node_keeps_going():
@@ -485,7 +513,7 @@ def test_max_effort_rate_bounds_the_step_between_commands():
 
 
 @pytest.mark.parametrize("params, named", [
-    ({"urdf_file": ARM, "rate": "abc"}, "'rate'"),
+    ({"urdf_file": ARM, "rate": "abc"}, "rate must be a finite number, got 'abc' (a string)"),
     ({"urdf_file": ARM, "state_timeout": 0.0}, "state_timeout"),
     ({"urdf_file": ARM, "on_state_timeout": "panic"}, "'panic'"),
     ({"urdf_file": ARM, "qos_reliability": "sometimes"}, "'sometimes'"),
@@ -502,7 +530,7 @@ def test_bad_typed_or_ranged_parameters_stop_the_node_with_one_line(params, name
 @pytest.mark.parametrize("params, named", [
     ({"initial_positions": [0.0, 1.0]}, "initial_positions"),
     ({"initial_positions": 0.5}, "initial_positions"),
-    ({"effort_limits": "abc"}, "could not convert"),
+    ({"effort_limits": "abc"}, "effort_limits must be a finite number or a list of them"),
     ({"dt": -1.0}, "dt"),
     ({"payload_mass": -1.0}, "payload_mass"),
 ])
@@ -595,7 +623,9 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
         model = node.core.model
         for name, value, reason in (
                 ("payload_mass", -1.0, "payload_mass must be finite and >= 0 kg, got -1.0"),
-                ("payload_com", [0.0, float("nan"), 0.0], "payload_com must be 3 finite values"),
+                ("payload_com", [0.0, float("nan"), 0.0],
+                 "payload_com must be a finite number or a list of them, got [0.0, nan, 0.0] "
+                 "(item 1: nan, float)"),
                 ("payload_inertia", [0.01, 0.01, 0.05, 0.0, 0.0, 0.0], "triangle inequality"),
                 ("payload_inertia", [0.01, 0.01, 0.01, 0.05, 0.0, 0.0], "not positive semi-definite"),
                 ("payload_link", "gripper", "payload_link 'gripper' is not a link the chain moves")):

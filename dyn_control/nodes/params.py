@@ -17,9 +17,9 @@ def declare_parameters(node, params):
     entries of one: Table.for_joints) and check the values given at start-up; StartupError
     names a bad one and its value."""
     params = list(params)
-    for p in params:
+    for p in params:  # a number's type is checked by the table, with a message that names it
         node.declare_parameter(p.name, p.default, ParameterDescriptor(
-            description=p.description, dynamic_typing=p.any_type or p.default is None))
+            description=p.description, dynamic_typing=p.any_type or p.default is None or p.number))
     try:
         for p in params:
             p.check(node.get_parameter(p.name).value)
