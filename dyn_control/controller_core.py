@@ -308,12 +308,14 @@ class ControllerCore(Events):
         return True
 
     def _finish(self, goal, outcome, code, reason, quiet=False):
-        """End a goal; say so, unless `quiet` (a topic trajectory that ran to its end or gave
-        way to the next: streamed set-points would fill the log)."""
+        """End a goal; say so, unless `quiet` and it is a streamed set-point (one point at
+        time 0 on the topic, as teleoperation sends them: saying each would fill the log)."""
         goal._end(outcome, code, reason)
         if goal is self.goal:
             self.goal = None
-        if not (quiet and goal.request.source == "topic"):
+        points = goal.request.points
+        streamed = goal.request.source == "topic" and len(points) == 1 and points[0][0] == 0.0
+        if not (quiet and streamed):
             level = "info" if outcome != "aborted" else "warning"
             self._say(level, f"goal from the {goal.request.source} {outcome} ({code}): {reason}")
 

@@ -11,6 +11,9 @@ raises GoalRefused with the code control_msgs/action/FollowJointTrajectory gives
   `allow_nonzero_velocity_at_trajectory_end` is false, an invalid tolerance;
 - OLD_HEADER_TIMESTAMP: a header stamp (not 0, "start now") that puts the whole trajectory in the
   past.
+- INVALID_GOAL too: a header stamp more than MAX_STAMP_AHEAD s ahead of the joint states' time.
+  JTC waits for any future stamp; here that far ahead is a clock mismatch (a sender on the wall
+  clock beside a simulator's /clock: 1.8e9 s ahead), whose trajectory would never start.
 Codes are the result's constant names; the action adapter maps them to their values.
 
 Tolerances (JTC's tolerances.hpp): per joint, a path tolerance (checked until the last point's
@@ -145,6 +148,9 @@ def next_point(request, trajectory, t):
     return int(np.searchsorted(times, t - trajectory.start_time, side="right"))
 
 
+MAX_STAMP_AHEAD = 5.0  # s
+
+
 def trajectory_from_request(request, chain, now, start, fill, allow_partial=False,
                             allow_moving_end=False):
     """Request -> Trajectory over all chain joints, or GoalRefused naming the problem.
@@ -219,4 +225,9 @@ def trajectory_from_request(request, chain, now, start, fill, allow_partial=Fals
         raise GoalRefused(OLD_HEADER_TIMESTAMP, f"trajectory stamped t = {request.stamp:.3f} s "
                           f"ends at t = {start_time + times[-1]:.3f} s, before now "
                           f"(t = {now:.3f} s)")
+    if start_time - now > MAX_STAMP_AHEAD:
+        raise GoalRefused(INVALID_GOAL, f"trajectory stamped t = {request.stamp:.3f} s starts "
+                          f"{start_time - now:.3f} s after the joint states' time (t = {now:.3f} "
+                          f"s), more than {MAX_STAMP_AHEAD:g} s ahead: are the sender and the "
+                          "controller on one clock (use_sim_time)? Stamp 0 starts now")
     return Trajectory(start_time, start, times, positions, velocities, accelerations)

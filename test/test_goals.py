@@ -275,3 +275,24 @@ def test_streamed_topic_set_points_do_not_fill_the_log(chain):
     core.offer(request(Q, times=(1.0,)))
     assert action.code == goals.INVALID_GOAL
     assert any("goal from the action aborted" in text for _, text, _ in core.drain())
+
+
+def test_a_topic_trajectory_that_is_not_a_set_point_says_its_outcome(chain):
+    # as the action's goals do: a newcomer sending one on the topic sees it end
+    core = core_at(chain)
+    core.drain()
+    core.offer(request(Q + 0.01, times=(0.5,)))
+    core.update(0.0, (1.6, Q + 0.01, ZERO))  # past its end, on target
+    said = [text for _, text, _ in core.drain()]
+    assert any(text.startswith("goal from the topic succeeded (SUCCESSFUL)") for text in said), said
+
+
+def test_a_stamp_far_ahead_of_the_joint_states_is_refused_naming_the_clocks(chain):
+    # Reference: goals.MAX_STAMP_AHEAD (5 s). A wall-clock stamp beside simulated time is 1.8e9
+    # s ahead: such a trajectory would never start. Within 5 s it waits, as JTC's does.
+    core = core_at(chain)  # joint states at t = 1 s
+    far = core.offer(request(Q, times=(1.0,))._replace(stamp=1796193377.0))
+    assert far.code == goals.INVALID_GOAL and "use_sim_time" in far.reason, far.reason
+    assert "t = 1796193377.000 s starts" in far.reason
+    near = core.offer(request(Q, times=(1.0,))._replace(stamp=1.0 + goals.MAX_STAMP_AHEAD - 0.1))
+    assert near.status == "active"

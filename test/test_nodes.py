@@ -845,3 +845,20 @@ def test_the_topic_based_peer_mode_refuses_lockstep_with_one_line():
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert res.returncode == 1 and len(lines) == 1, res.stderr
     assert "synchronous must be false with command_type joint_state" in lines[0]
+
+
+def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on_their_time():
+    # a newcomer's loop: the simulator on simulated time, the controller on the wall clock
+    node, effort, *_ = make_controller()  # use_sim_time false: the wall clock
+    try:
+        node.on_joint_state(state_msg(0.5, NAMES, Q))
+        wall = time.time()
+        assert node.clock_offset == pytest.approx(0.5 - wall, abs=5.0)
+        _, _, values = node.status()
+        assert values["clock_offset_s"] == pytest.approx(node.clock_offset, abs=1e-3)
+        node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.05]))  # stamp 0: start now
+        assert node.core.started == pytest.approx((0.5, 1.5))  # the states' time, not the wall's
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
+        np.testing.assert_allclose(node.core.last.desired[0], Q + 0.025, atol=1e-12)  # it moves
+    finally:
+        node.destroy_node()

@@ -41,6 +41,8 @@ class ComputedTorqueController(Node):
         super().__init__(self.NODE_NAME, **kwargs)
         self.fatal = None  # a StartupError raised after construction (model from the topic)
         self.core = None
+        self.clock_offset = None  # s the joint states' stamps are ahead of this node's clock
+        self._next_clock_check = -float("inf")
         declare_parameters(self, CONTROLLER)
         self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
         # history 10: a subscriber that wants every sample keeps a deep queue of its own (the
@@ -85,7 +87,10 @@ class ComputedTorqueController(Node):
             return None
         level, message, values = self.core.diagnostics()
         action = "served" if trajectory_action.AVAILABLE else "off: control_msgs not installed"
-        return level, message, {**values, "follow_joint_trajectory": action}
+        values = {**values, "follow_joint_trajectory": action}
+        if self.clock_offset is not None:
+            values["clock_offset_s"] = round(self.clock_offset, 3)
+        return level, message, values
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
@@ -148,7 +153,26 @@ class ComputedTorqueController(Node):
         stamp = messages.to_seconds(msg.header.stamp)
         if stamp <= 0:  # unstamped: the node's clock
             stamp = self.get_clock().now().nanoseconds * 1e-9
+        elif self.clock_offset is None:
+            self._check_clock(stamp)
         self._send(self.core.update(self._now(), (stamp, q, qd)))
+
+    def _check_clock(self, stamp):
+        """Once a second of steady time until it finds one: joint states stamped on another
+        clock than this node's. Trajectories run on the states' time whatever this says."""
+        if time.monotonic() < self._next_clock_check:
+            return
+        self._next_clock_check = time.monotonic() + 1.0
+        ours = self.get_clock().now().nanoseconds * 1e-9
+        if ours == 0.0 or abs(stamp - ours) <= 1.0:  # (0: use_sim_time, no /clock yet)
+            return
+        self.clock_offset = stamp - ours
+        sim = self.get_parameter("use_sim_time").value
+        self.get_logger().warning(
+            f"joint states are stamped t = {stamp:.3f} s, this node's clock reads t = {ours:.3f}"
+            f" s ({'/clock' if sim else 'wall time'}, use_sim_time {str(sim).lower()}): the loop's "
+            "nodes must share one clock. Beside a simulator that publishes /clock, set "
+            "use_sim_time:=true on the controller and on what sends it trajectories.")
 
     def on_trajectory(self, msg):
         if self.core is not None:

@@ -142,7 +142,9 @@ class DynamicsSimulator(Node):
         sim = self.core.sim
         self.core.published(time.monotonic())
         self._answered.clear()
-        self.state_pub.publish(self.state_msg.fill(sim.t, sim.q, sim.qd, sim.tau))
+        # a stamp of 0 means "unstamped" to ROS (the controller takes its own clock for it, on
+        # another time base when the two clocks differ), so the state at t = 0 is stamped 1 ns
+        self.state_pub.publish(self.state_msg.fill(max(sim.t, 1e-9), sim.q, sim.qd, sim.tau))
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
 
