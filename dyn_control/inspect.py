@@ -5,8 +5,11 @@
 The table shows, per controlled joint in body order: its parent joint (the tree's shape), type,
 unit axis (joint frame), the mass lumped into its body with the links that went into it, the
 body's centre of mass (body frame) and the limits.
-Invalid inertia is listed as findings instead of stopping the load. Exit code 1 and one line on
-stderr when no chain can be built.
+Joints lumped into a body at their zero position (a gripper's fingers below the arm's tip)
+are listed. Invalid inertia is listed as findings instead of stopping the load, and the exit
+code is then 1: the nodes refuse such a URDF. When no chain can be built, exit code 1 and one
+line on stderr; when no single chain is chosen (two arms), the whole tree first, each branch's
+joints, to choose --tip or --joints from.
 """
 
 import argparse
@@ -15,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .model import URDFError, load_chain
+from .model import AmbiguousTip, URDFError, load_chain
 from .simulation import DEFAULT_DT, default_initial_positions, stiff_joints
 
 
@@ -44,13 +47,16 @@ def format_chain(chain, dt=DEFAULT_DT) -> str:
     out += [line(r) for r in rows]
     out += ["", "lumped links:"]
     out += [f"  {j.name}: {', '.join(links)}" for j, links in zip(chain.joints, chain.lumped_links)]
+    if chain.locked_joints:
+        out += ["", "locked at their zero position and lumped: " + ", ".join(chain.locked_joints)]
     damped = [j for j in chain.joints if j.damping or j.friction]
     if damped:
         out += ["", "joint dynamics:"]
         out += [f"  {j.name}: damping {j.damping:g}, friction {j.friction:g}" for j in damped]
     findings = list(chain.findings)
     q = default_initial_positions(chain)
-    for i, inertia, tau_c in stiff_joints(chain, q, dt):
+    # (with invalid inertia the settling times mean nothing: a mass of -1 gave "-inf s")
+    for i, inertia, tau_c in [] if chain.findings else stiff_joints(chain, q, dt):
         j = chain.joints[i]
         findings.append(
             f"joint '{j.name}': damping {j.damping:g} on an effective inertia of {inertia:.3g} "
@@ -78,11 +84,16 @@ def main(argv=None) -> int:
             warnings.simplefilter("ignore")  # the findings are printed in the table
             chain = load_chain(args.urdf, root_link=args.root, tip_links=tips, joints=joints,
                                strict=False)
+    except AmbiguousTip as err:
+        print(err.outline)
+        print(f"error: {err.choose_with('choose with --tip LINK or --joints J1,J2,...')}",
+              file=sys.stderr)
+        return 1
     except URDFError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(format_chain(chain, args.dt))
-    return 0
+    return 1 if chain.findings else 0
 
 
 if __name__ == "__main__":

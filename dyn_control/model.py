@@ -33,6 +33,21 @@ class URDFError(ValueError):
     """A URDF that cannot be turned into a chain; the message names the link or joint."""
 
 
+class AmbiguousTip(URDFError):
+    """No single longest path: `ends` (the links where the tied paths of `joints` movable joints
+    end) and `outline` (the tree, for a person to choose from). Callers name their own way to
+    choose (a node's tip_link or joints, inspect's --tip or --joints)."""
+
+    def __init__(self, ends, joints, outline, how="set tip_link or joints"):
+        self.ends, self.joints, self.outline = ends, joints, outline
+        super().__init__(f"tip link is ambiguous: {len(ends)} paths of {joints} movable joints "
+                         f"end at links {ends}; {how}")
+
+    def choose_with(self, how):
+        """The same error, naming another way to choose."""
+        return AmbiguousTip(self.ends, self.joints, self.outline, how)
+
+
 class PayloadError(ValueError):
     """A payload that cannot be carried; the message names the parameter and the value."""
 
@@ -115,6 +130,7 @@ class Chain:
     findings: tuple = ()  # validity findings (warnings) for `inspect`
     parent: np.ndarray = None  # (n,) body i's parent body, -1 for the base (a path: i - 1)
     tip_links: tuple = ()  # the ends of the branches; (tip_link,) on a path
+    locked_joints: tuple = ()  # movable URDF joints lumped into a body at their zero position
 
     def __post_init__(self):
         lower, upper = self._limit("lower"), self._limit("upper")  # rad or m
@@ -487,8 +503,9 @@ class _Tree:
         return joints[::-1]
 
     def default_tip(self, root):
-        """End link of the longest path of movable joints below `root`; error if ambiguous."""
-        best, ends = 0, []
+        """End link of the longest path of movable joints below `root`, a hand counting as an
+        end (see `hand`); AmbiguousTip when several paths are longest."""
+        best, ends, hand_below = 0, [], {}
         todo = [(root, 0, None)]
         while todo:
             link, count, end = todo.pop()
@@ -496,16 +513,55 @@ class _Tree:
                 best, ends = count, [end]
             elif count == best and end is not None and end not in ends:
                 ends.append(end)
+            if count > 0 and self.hand(link):  # the fingers are locked: the arm ends here
+                hand_below[end] = link
+                continue
             for j in self.child_joints[link]:
                 moves = j.type != "fixed"
                 todo.append((j.child, count + moves, j.child if moves else end))
         if best == 0:
             raise URDFError(f"no movable joint below root link '{root}'")
+        ends = [hand_below.get(end, end) for end in ends]
         if len(ends) > 1:
-            raise URDFError(
-                f"tip link is ambiguous: {len(ends)} paths of {best} movable joints end at "
-                f"links {sorted(ends)}; set tip_link or joints")
+            raise AmbiguousTip(sorted(ends), best, self.outline(root))
         return ends[0]
+
+    def hand(self, link):
+        """Whether `link` holds a gripper: two or more of its child joints are movable, and
+        each starts a branch of at most GRIPPER_JOINTS movable joints in a row."""
+        fingers = [1 + max(self._branch_depths(j.child), default=0)
+                   for j in self.child_joints[link] if j.type != "fixed"]
+        return len(fingers) >= 2 and max(fingers) <= GRIPPER_JOINTS
+
+    def _branch_depths(self, link):
+        """The most movable joints in a row on each branch that starts at `link` (fixed joints
+        are passed through, so a branch starts at the first movable joint)."""
+        depths = []
+        for j in self.child_joints[link]:
+            if j.type == "fixed":
+                depths.extend(self._branch_depths(j.child))
+            else:
+                depths.append(1 + max(self._branch_depths(j.child), default=0))
+        return depths
+
+    def outline(self, root, indent="  "):
+        """The tree below `root` as text, one line per movable joint (fixed ones folded into
+        their links), indented by depth: what to choose a tip or joints from."""
+        lines = [root]
+        todo = [(j, 1) for j in reversed(self.child_joints[root])]
+        while todo:  # depth first, children in URDF order
+            j, depth = todo.pop()
+            if j.type != "fixed":
+                mimic = f", mimics {j.mimic.joint}" if j.mimic is not None else ""
+                lines.append(f"{indent * depth}{j.name} ({j.type}{mimic}) -> {j.child}")
+            below = depth + (j.type != "fixed")
+            todo.extend((child, below) for child in reversed(self.child_joints[j.child]))
+        return "\n".join(lines)
+
+
+# At most this many movable joints in a row on each of two or more branches that start at one
+# link make it a hand (a Panda's two fingers: one joint each, one a mimic); more, other arms.
+GRIPPER_JOINTS = 2
 
 
 def _common_ancestor(tree, links):
@@ -617,10 +673,10 @@ def _joint_info(j):
     return info, axis
 
 
-def _lump(tree, start, stop, problems):
+def _lump(tree, start, stop, problems, locked):
     """Rigidly lump the subtree of link `start` (not crossing the joints named in `stop`) into
     one body in its frame -> (mass, com, inertia about the com, ((link, R, p), ...) the links'
-    poses in it)."""
+    poses in it). The movable joints it crosses are appended to `locked`."""
     body, links = (0.0, np.zeros(3), np.zeros((3, 3))), []
     todo = [(start, np.eye(3), np.zeros(3))]
     while todo:
@@ -631,6 +687,8 @@ def _lump(tree, start, stop, problems):
         body = combine_bodies(body, (m, R @ c + p, R @ inertia @ R.T))
         for j in tree.child_joints[name]:
             if j.name not in stop:  # joints off the model are taken at their zero position
+                if j.type != "fixed":
+                    locked.append(j.name)
                 todo.append((j.child, *_compose((R, p), _finite_pose(j.origin, f"joint '{j.name}'"))))
     return (*body, tuple(links))
 
@@ -640,7 +698,10 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
     """Build a `Chain` from a URDF file path, a .xacro file or a URDF XML string.
 
     root_link: base of the model (default: the URDF root, or with joints the lowest link above
-    all of them). tip_link: end of a path (default: end of the longest path of movable joints);
+    all of them). tip_link: end of a path (default: end of the longest path of movable joints;
+    where the longest paths part only below one link, into branches of at most GRIPPER_JOINTS
+    movable joints each, a gripper's fingers, that link: the fingers are locked at their zero
+    position and lumped into its body, and chain.locked_joints names them);
     tip_links: the ends of several branches, a tree. joints: the controlled joints (ros2_control
     style): every movable joint on the paths from the root to the tips (default: the child
     links of the joints that have none of the others below them). Bodies are in topological
@@ -674,10 +735,10 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         parent.append(body_of[link])
         body_of[j.child] = len(infos) - 1
 
-    problems, masses, coms, inertias, lumped = [], [], [], [], []
+    problems, masses, coms, inertias, lumped, locked = [], [], [], [], [], []
     stop = {j.name for j in movable}
     for j in movable:
-        m, c, inertia, links = _lump(tree, j.child, stop, problems)
+        m, c, inertia, links = _lump(tree, j.child, stop, problems, locked)
         masses.append(m)
         coms.append(c)
         inertias.append(inertia)
@@ -708,4 +769,5 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
         tip_rotation=tip_rotation, tip_offset=tip_offset,
         link_poses=tuple(lumped), findings=tuple(problems),
-        parent=np.array(parent, dtype=np.int64), tip_links=tuple(tips))
+        parent=np.array(parent, dtype=np.int64), tip_links=tuple(tips),
+        locked_joints=tuple(locked))

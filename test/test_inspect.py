@@ -36,13 +36,33 @@ def test_a_tree_shows_its_branches():
                     "right_joint1": "torso_lift_joint"}
 
 
-def test_findings_are_listed_not_fatal(tmp_path):
+def test_findings_are_listed_with_exit_1(tmp_path):
+    # listed, not fatal: the table is printed; exit 1 because the nodes refuse such a URDF
     bad = tmp_path / "bad.urdf"
     bad.write_text(robot("b", link("base"), joint("j", "revolute", "base", "l"),
                          link("l", inertial(1.0, (0, 0, 0), np.diag([0.01, 0.01, 0.05])))))
     out = run(bad)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr
     assert "link 'l'" in out.stdout and "triangle inequality" in out.stdout
+
+
+def test_a_negative_mass_is_a_finding_and_no_settling_time_is_made_up(tmp_path):
+    bad = tmp_path / "negative.urdf"
+    bad.write_text(robot("b", link("base"), joint("j", "revolute", "base", "l",
+                                                  extra='<dynamics damping="1.0"/>'),
+                         link("l", inertial(-1.0, (0, 0, 0), np.diag([0.01, 0.01, 0.01])))))
+    out = run(bad)
+    assert out.returncode == 1 and "mass" in out.stdout and "settles in" not in out.stdout, out.stdout
+
+
+def test_two_arms_print_the_tree_and_name_its_own_flags():
+    out = run(URDF_DIR / "dual_arm.urdf")
+    assert out.returncode == 1
+    assert "left_joint7 (revolute) -> left_link7" in out.stdout
+    assert "right_joint1 (revolute) -> right_link1" in out.stdout
+    assert out.stderr.strip().splitlines() == [
+        "error: tip link is ambiguous: 2 paths of 8 movable joints end at links "
+        "['left_link7', 'right_link7']; choose with --tip LINK or --joints J1,J2,..."]
 
 
 def test_unusable_urdf_gives_one_line_and_exit_1(tmp_path):

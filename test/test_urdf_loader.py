@@ -12,6 +12,7 @@ import pytest
 
 from conftest import URDF_DIR
 from dyn_control import (InertiaWarning, URDFError, inverse_dynamics, load_chain, mass_matrix)
+from dyn_control.model import AmbiguousTip
 from examples import inertial, joint, link, robot
 
 ROUND_OFF = 1e-12
@@ -120,12 +121,37 @@ def test_default_tip_is_end_of_longest_movable_path():
     assert chain.root_link == "base"
 
 
-def test_ambiguous_tip_lists_the_candidates():
-    fork = [joint("a", "revolute", "l2", "fa", axis=(1, 0, 0)), link("fa", BODY),
-            joint("b", "prismatic", "l2", "fb", axis=(1, 0, 0)), link("fb", BODY)]
-    with pytest.raises(URDFError, match=r"ambiguous.*\['fa', 'fb'\]"):
+def test_two_fingers_below_the_arm_are_locked_and_lumped_into_the_hand():
+    # a gripper: the longest paths part below l2 into one movable joint each (one a mimic)
+    fork = [joint("a", "prismatic", "l2", "fa", axis=(1, 0, 0)), link("fa", BODY),
+            joint("b", "prismatic", "l2", "fb", axis=(-1, 0, 0),
+                  extra='<mimic joint="a"/>'), link("fb", BODY)]
+    chain = load_chain(two_joint(fork))
+    assert chain.joint_names == ["j1", "j2"] and chain.tip_link == "l2"
+    assert chain.locked_joints == ("a", "b")
+    # Reference: the same arm with the fingers welded (fixed joints at their zero position)
+    welded = [part.replace('type="prismatic"', 'type="fixed"') for part in fork]
+    assert_same_dynamics(chain, load_chain(two_joint(welded)))
+    assert load_chain(two_joint(fork), tip_link="fa").joint_names == ["j1", "j2", "a"]
+    with pytest.raises(URDFError, match="joint 'b' mimics joint 'a'"):  # not controllable
+        load_chain(two_joint(fork), tip_link="fb")
+
+
+def test_ambiguous_tip_lists_the_candidates_and_the_tree():
+    # two branches of three movable joints each below l2: two arms, not a gripper
+    fork = []
+    for side in "ab":
+        parent = "l2"
+        for k in range(3):
+            fork += [joint(f"{side}{k}", "revolute", parent, f"{side}l{k}", axis=(1, 0, 0)),
+                     link(f"{side}l{k}", BODY)]
+            parent = f"{side}l{k}"
+    with pytest.raises(AmbiguousTip, match=r"ambiguous.*\['al2', 'bl2'\]; set tip_link or joints") as err:
         load_chain(two_joint(fork))
-    assert load_chain(two_joint(fork), tip_link="fb").joint_names == ["j1", "j2", "b"]
+    assert err.value.outline.splitlines()[:4] == [
+        "base", "  j1 (revolute) -> l1", "    j2 (revolute) -> l2", "      a0 (revolute) -> al0"]
+    assert "choose with --tip" in str(err.value.choose_with("choose with --tip"))
+    assert load_chain(two_joint(fork), tip_link="bl2").joint_names == ["j1", "j2", "b0", "b1", "b2"]
 
 
 def test_joints_list_gives_path_order_and_chain_ends():

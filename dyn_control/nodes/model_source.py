@@ -34,6 +34,10 @@ def build_chain(node, source):
         chain = load_chain(source, root_link=root, tip_link=tip, joints=joints or None)
     except URDFError as err:
         raise StartupError(f"robot model: {err}") from err
+    if chain.locked_joints:  # a gripper below the arm's tip, say
+        node.get_logger().info(
+            f"joints {list(chain.locked_joints)} are not controlled: locked at their zero "
+            f"position and lumped into the body of '{chain.tip_link}' and the links above it")
     names = joints or chain.joint_names
     return chain, np.array([chain.joint_names.index(name) for name in names])
 
