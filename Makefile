@@ -1,8 +1,10 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
-#   make demo   closed-loop simulated arm (ARM=default_arm, two_link or dual_arm; MODE=cartesian)
+#   make demo   closed-loop simulated arm (ARM=default_arm, two_link, dual_arm or a URDF path;
+#               MODE=cartesian; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs)
 #   make test   the whole test suite (what CI runs)
 #   make test-fast  the tests that start no processes (the library and the cores), for iteration
 #   make soak   the 10-minute soak (make test runs a 1-minute one)
+#   make sweep  every URDF of example-robot-data through make demo's path
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
 # demo and test build a stand-in control_msgs into the venv once, about 30 s (the
@@ -13,8 +15,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ARM ?= default_arm
 MODE ?=
+TIP ?=
+JOINTS ?=
 
-.PHONY: demo test test-fast soak bench bench-loop venv venv-test clean
+.PHONY: demo test test-fast soak sweep bench bench-loop venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
@@ -39,7 +43,8 @@ venv-test: $(VENV)/.test $(VENV)/.control_msgs
 
 # A ROS domain of its own (77 unless set), so the demo does not talk to another graph here.
 demo: $(VENV)/.runtime $(VENV)/.control_msgs
-	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out $(if $(MODE),--mode $(MODE))
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out $(if $(MODE),--mode $(MODE)) \
+	  $(if $(TIP),--tip $(TIP)) $(if $(JOINTS),--joints $(JOINTS))
 
 test: $(VENV)/.test $(VENV)/.control_msgs
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test
@@ -49,6 +54,10 @@ test-fast: $(VENV)/.test
 
 soak: $(VENV)/.test
 	DYN_CONTROL_SOAK_SECONDS=600 $(PY) -m pytest -q -s test/test_soak.py
+
+# every URDF of example-robot-data through make demo's path: which run (about 10 minutes)
+sweep: $(VENV)/.test $(VENV)/.control_msgs
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-78} $(PY) -m harness.sweep
 
 bench: $(VENV)/.test
 	$(PY) bench/bench_dynamics.py

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import os
 import pathlib
+import sys
 import time
 
 import numpy as np
@@ -28,13 +29,14 @@ CONTROLLER_NODE = "computed_torque_controller"
 
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
                 controller_params=None, simulator_params=None, timeout=300.0,
-                controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None):
+                controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None,
+                model_params=None):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
     controller_first: seconds the controller runs alone before the simulator starts.
     simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
     processes started after the simulator (fault injectors, load); demo_params: parameters of
-    trajectory_demo.
+    trajectory_demo; model_params: every node's (tip_link, joints).
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
@@ -45,7 +47,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     from .recorder import Recorder
 
     urdf, arm_configs = processes.arm_files(arm)
-    common = {"urdf_file": str(urdf)}
+    common = {"urdf_file": str(urdf), **(model_params or {})}
     sim_params = {**common, **(simulator_params or {})}
     ctl_params = {**common, "use_sim_time": True, **(controller_params or {})}
     if mode:
@@ -114,7 +116,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
 
 
 def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_params=None,
-                   demo_params=None, timeout=120.0):
+                   demo_params=None, timeout=120.0, model_params=None):
     """Simulator + controller in cartesian_impedance + cartesian_demo; returns the recording:
     the poses, the target poses, the simulator's joint states, the demo's phase times (sim s),
     exit codes, logs and /diagnostics."""
@@ -123,7 +125,7 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
     from .recorder import Recorder
 
     urdf, arm_configs = processes.arm_files(arm)
-    common = {"urdf_file": str(urdf)}
+    common = {"urdf_file": str(urdf), **(model_params or {})}
     if domain_id is not None:
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     rclpy.init()
@@ -243,7 +245,7 @@ def cartesian_main(args, out, domain):
     from .bimanual import arm_ee_links, bimanual_main
     if arm_ee_links(processes.arm_files(args.arm)[1]):  # a tree whose file names both hands
         return bimanual_main(args.arm, out, domain)
-    result = cartesian_loop(args.arm, out, domain)
+    result = cartesian_loop(args.arm, out, domain, model_params=model_params(args))
     stiffness = CONTROLLER["cartesian_stiffness"].default
     force = CARTESIAN_DEMO["push_force"].default
     f = cartesian_figures(result, stiffness, force)
@@ -282,9 +284,13 @@ def _latest(recorder):
 
 
 def _check_alive(nodes):
+    """RuntimeError for a node that exited: its code and the last line it said, then its log."""
     for node in nodes:
         if not node.running():
-            raise RuntimeError(f"{node.name} exited with code {node.proc.returncode}:\n{node.log()[-2000:]}")
+            log = node.log()
+            last = next((line for line in reversed(log.splitlines()) if line.strip()), "")
+            raise RuntimeError(f"{node.name} exited with code {node.proc.returncode}: {last}\n"
+                               f"{log[-2000:]}")
 
 
 def _wait_for(found, nodes, timeout, what):
@@ -378,20 +384,73 @@ def plot(result, path):
         axes[2].set_xlabel("time since trajectory start (s)")
 
 
+def model_params(args):
+    """The nodes' tip_link and joints from make demo's TIP= and JOINTS=."""
+    params = {}
+    if args.tip:
+        params["tip_link"] = args.tip
+    if args.joints:
+        params["joints"] = args.joints.split(",")
+    return params
+
+
+def check_arm(arm, tip=None, joints=None):
+    """Why make demo cannot run `arm` with TIP= and JOINTS=, in one line; None if it can.
+    The nodes would refuse the same URDF, each in its own log, after seconds of start-up."""
+    import warnings
+
+    import yaml
+
+    from dyn_control.model import AmbiguousTip, URDFError, load_chain
+    urdf, configs = processes.arm_files(arm)
+    for path in configs:  # the arm's own file (config/dual_arm.yaml) names them for every node
+        given = (yaml.safe_load(path.read_text()) or {}).get("/**", {}).get("ros__parameters", {})
+        tip, joints = tip or given.get("tip_link"), joints or ",".join(given.get("joints", []))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            load_chain(urdf, tip_link=tip or None, joints=joints.split(",") if joints else None)
+    except AmbiguousTip as err:
+        if len(err.ends) > 2:
+            return (f"{len(err.ends)} limbs end at {err.ends}: a legged or many-limbed robot, "
+                    "out of scope (dyn_control controls fixed-base arms; one limb bolted down "
+                    "can run with TIP=LINK or JOINTS=J1,J2,...)")
+        return str(err.choose_with("choose one with TIP=LINK, or both with JOINTS=J1,J2,... "
+                                   "(python -m dyn_control.inspect ARM.urdf shows the tree)"))
+    except (URDFError, OSError) as err:
+        return str(err)
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--arm", default="default_arm")
+    parser.add_argument("--tip", default="", help="the arm's tip link (make demo TIP=)")
+    parser.add_argument("--joints", default="", help="comma-separated joints (make demo JOINTS=)")
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--mode", default=None, help="controller mode (default: config)")
     parser.add_argument("--out", default="out")
     args = parser.parse_args(argv)
+    problem = check_arm(args.arm, args.tip or None, args.joints or None)
+    if problem:
+        print(f"make demo: {args.arm}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return run_demo(args)
+    except (RuntimeError, TimeoutError) as err:  # a node died, or the loop never started
+        print(f"make demo: {str(err).splitlines()[0]} (logs in {args.out}/)", file=sys.stderr)
+        return 1
+
+
+def run_demo(args):
     out = pathlib.Path(args.out)
     domain = int(os.environ.get("ROS_DOMAIN_ID", 77))
     print(f"starting simulator, controller and trajectory on {args.arm} "
           f"(ROS_DOMAIN_ID={domain}, logs in {out}/)", flush=True)
     if args.mode in ("cartesian", "cartesian_impedance"):
         return cartesian_main(args, out, domain)
-    result = closed_loop(args.arm, args.duration, args.mode, out, domain)
+    result = closed_loop(args.arm, args.duration, args.mode, out, domain,
+                         model_params=model_params(args))
     rms, worst = tracking_figures(result)
     print(f"\ntracking over {result['t'][-1]:.1f} s of trajectory "
           f"({len(result['t'])} of the controller's ticks recorded):")
