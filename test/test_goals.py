@@ -296,3 +296,15 @@ def test_a_stamp_far_ahead_of_the_joint_states_is_refused_naming_the_clocks(chai
     assert "t = 1796193377.000 s starts" in far.reason
     near = core.offer(request(Q, times=(1.0,))._replace(stamp=1.0 + goals.MAX_STAMP_AHEAD - 0.1))
     assert near.status == "active"
+
+
+def test_a_goal_that_succeeds_far_from_its_point_without_a_goal_tolerance_says_how_far(chain):
+    # JTC's rule (no goal tolerance: the end of the time is the success), said in the result
+    core = core_at(chain)
+    far = Q.copy()
+    far[1] += 1.4
+    far = np.clip(far, chain.lower, chain.upper)
+    goal = core.offer(request(far, times=(0.0,))._replace(source="action"))
+    core.update(0.0, (1.001, Q, ZERO))
+    assert goal.code == goals.SUCCESSFUL, goal.reason
+    assert "no goal tolerance set" in goal.reason and "'joint2' is still" in goal.reason, goal.reason
