@@ -82,6 +82,7 @@ def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, pha
     print(f"{name} {signal.Signals(sig).name} while {phase}: exit {code} after {took:.3f} s")
     assert code == 0 and took < LAUNCH_ESCALATION, (code, took, log)
     assert "Traceback" not in log
+    assert f"[{name}] stopped during start-up" in log  # not silence: the user is told
 
 
 STUCK_NODE = """

@@ -6,29 +6,30 @@ node module is loaded, nodes.process.run takes the signals over."""
 import importlib
 import os
 import signal
+import sys
 
 
-def _exit_at_once(*_):
-    os._exit(0)  # nothing has started yet that needs stopping
+def _run(module, name):
+    def exit_at_once(*_):  # nothing has started yet that needs stopping; say so, as run() does
+        print(f"[{name}] stopped during start-up", file=sys.stderr, flush=True)
+        os._exit(0)
 
-
-def _run(module):
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _exit_at_once)
+        signal.signal(sig, exit_at_once)
     return importlib.import_module(f"dyn_control.nodes.{module}").main()
 
 
 def computed_torque_controller():
-    return _run("controller")
+    return _run("controller", "computed_torque_controller")
 
 
 def dynamics_simulator():
-    return _run("simulator")
+    return _run("simulator", "dynamics_simulator")
 
 
 def trajectory_demo():
-    return _run("trajectory_demo")
+    return _run("trajectory_demo", "trajectory_demo")
 
 
 def cartesian_demo():
-    return _run("cartesian_demo")
+    return _run("cartesian_demo", "cartesian_demo")
