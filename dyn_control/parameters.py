@@ -8,6 +8,7 @@ Pure Python: the nodes turn an entry into a ROS declaration (dyn_control.nodes.p
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .cartesian import (CARTESIAN_IMPEDANCE, DEFAULT_MAX_POSE_ERROR,
@@ -70,7 +71,8 @@ class Param:
     def _check_number(self, value, name):
         if value is None and self.default is None:
             return  # unset
-        listed = self.any_type and isinstance(value, (list, tuple))
+        # (rclpy hands a double array over as array.array, a Sequence like list and tuple)
+        listed = self.any_type and isinstance(value, Sequence) and not isinstance(value, str)
         bad = [(k, x) for k, x in enumerate(value if listed else [value])
                if not (_is_number(x) and math.isfinite(x))]
         if not bad:
