@@ -94,6 +94,10 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         while _latest(recorder) < start + duration and time.monotonic() < deadline:
             _check_alive(nodes)
             time.sleep(0.1)
+        if _latest(recorder) < start + duration:
+            raise TimeoutError(f"the loop did not reach the trajectory's end (t = "
+                               f"{start + duration:.3f} s) within {duration * 10 + 60:g} s; "
+                               f"logs in {log_dir}")
         # the goal's result, which comes as the trajectory ends (none for a topic trajectory)
         if node_status(recorder, "trajectory_demo").get("interface") == "action":
             with contextlib.suppress(TimeoutError):
@@ -313,13 +317,14 @@ def node_status(recorder, node):
 
 
 def spans(t, end, bins=4):
-    """Whether recorded times t reach `end` with a sample in each of `bins` equal parts of
-    [0, end]: the recording covers the run. A recorder on a loaded machine misses ticks, whole
-    stretches of them (the controller's publishers keep 10 samples for a lagging subscriber;
-    with two CPU hogs beside the suite a recorder missed 1.5 s of a 10 s run), so a count of
-    samples or a largest gap would measure the recorder, not the loop."""
+    """Whether recorded times t have a sample in each of `bins` equal parts of [0, end]: the
+    recording covers the run (that the loop reached `end`, closed_loop checks). A recorder on a
+    loaded machine misses ticks, whole stretches of them (the controller's publishers keep 10
+    samples for a lagging subscriber; with two CPU hogs beside the suite a recorder missed 1.5 s
+    of a 10 s run, and the last 1.5 s of a 6 s one), so a count of samples, a largest gap or
+    the last sample's time would measure the recorder, not the loop."""
     counts, _ = np.histogram(t, bins=bins, range=(0.0, end))
-    return len(t) > 0 and t[-1] >= 0.99 * end and counts.min() > 0
+    return len(t) > 0 and counts.min() > 0
 
 
 FAULT_COUNTS = {CONTROLLER_NODE: ("stale_state_events",),
