@@ -7,6 +7,7 @@
 #   make sweep  every URDF of example-robot-data through make demo's path
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
+#   make equality REV=rev  every public function's output here, bit for bit against REV's
 # demo and test build a stand-in control_msgs into the venv once, about 30 s (the
 # FollowJointTrajectory action; control_msgs is not on PyPI): test/standin_control_msgs.
 
@@ -18,7 +19,7 @@ MODE ?=
 TIP ?=
 JOINTS ?=
 
-.PHONY: demo test test-fast soak sweep bench bench-loop venv venv-test clean
+.PHONY: demo test test-fast soak sweep bench bench-loop equality venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
@@ -65,6 +66,11 @@ bench: $(VENV)/.test
 # the 1 kHz loop: our controller against a relay that does no work (about 4 minutes)
 bench-loop: $(VENV)/.runtime
 	$(PY) bench/bench_loop.py
+
+# a restructuring keeps the numbers: every public output against REV's (default HEAD), np.array_equal
+REV ?= HEAD
+equality: $(VENV)/.test
+	$(PY) bench/equality.py $(REV) 2>/dev/null
 
 clean:
 	rm -rf $(VENV) out build install log *.egg-info
