@@ -29,10 +29,9 @@ import pinocchio as pin
 from scipy.optimize import curve_fit
 
 from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
-from dyn_control import kernels
+from dyn_control.kernels import newton_euler
 from dyn_control.control import effort_limits, trajectory_violation
 from dyn_control.trajectory import Trajectory, sine_waypoints
-from dyn_control.dynamics import model_arrays
 from dyn_control.kinematics import frame_pose_and_jacobian
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
@@ -149,13 +148,13 @@ def batched(quick, N=1000):
 
     budget = 0.05 if quick else 0.3
     ours = per_call_us(lambda: inverse_dynamics(chain, q, qd, qdd), repeat=5, budget=budget) / N
-    args = (*model_arrays(chain), q, qd, qdd, chain.base_acceleration, np.zeros(6))
-    one_thread = per_call_us(lambda: kernels.inverse_dynamics_rows(*args, 1), repeat=5,
+    args = (*chain.pack, q, qd, qdd, np.zeros(6), 1, np.empty((N, chain.n)))
+    one_thread = per_call_us(lambda: newton_euler.inverse_dynamics_rows(*args), repeat=5,
                              budget=budget) / N
     theirs = per_call_us(loop, repeat=5, budget=budget) / N
     np.testing.assert_allclose(inverse_dynamics(chain, q, qd, qdd)[-1], ref.rnea(q[-1], qd[-1], qdd[-1]),
                                atol=1e-8)
-    return {"N": N, "n": chain.n, "threads": kernels.row_blocks(N), "ours_us_per_sample": ours,
+    return {"N": N, "n": chain.n, "threads": newton_euler.row_blocks(N), "ours_us_per_sample": ours,
             "one_thread_us_per_sample": one_thread, "pin_loop_us_per_sample": theirs,
             "speedup": theirs / ours, "one_thread_speedup": theirs / one_thread}
 

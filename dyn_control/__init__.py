@@ -23,9 +23,13 @@ __all__ = list(_EXPORTS)
 
 
 def __getattr__(name):
+    """Runs only while `name` is not yet a module attribute: the first use imports it and keeps
+    it here, so that `dc.inverse_dynamics(...)` in a loop costs what a from-import does."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'dyn_control' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__():

@@ -36,13 +36,20 @@ import math
 
 import numpy as np
 
-from . import kernels
 from .control import gain_vector, saturate
-from .kernels import (_mass_matrix_at, cholesky_apply, cholesky_factor, compose_eigen,
-                      frame_bias_acceleration, frame_jacobian_at, frame_pass, frame_placement,
-                      jit, operational_space, rnea, rotation_log, symmetric_eigen)
 from .dynamics import mass_matrix
-from .kinematics import SINGULARITY_DAMPING, frame_jacobian
+from .kernels import mass_matrix as mass
+from .kernels import views
+from .kernels.compile import jit
+from .kernels.frames import (LOCAL_WORLD_ALIGNED, frame_bias_acceleration, frame_jacobian,
+                             frame_placement, kinematics)
+from .kernels.linalg import (cholesky_apply, cholesky_factor, compose_eigen, matmul, matvec,
+                             operational_space, symmetric_eigen)
+from .kernels.newton_euler import rnea
+from .kernels.so3 import rotation_log
+from .kinematics import SINGULARITY_DAMPING
+from .kinematics import frame_jacobian as link_jacobian
+from .layout import Data
 
 CARTESIAN_IMPEDANCE = "cartesian_impedance"  # the controller mode that runs this law
 DEFAULT_STIFFNESS = (500.0, 500.0, 500.0, 30.0, 30.0, 30.0)  # N/m (x, y, z), N m/rad
@@ -57,27 +64,6 @@ def _clip_norm(e, start, limit):
     if limit > 0 and norm > limit:
         for k in range(start, start + 3):
             e[k] *= limit / norm
-
-
-@jit
-def _matvec(A, x):
-    """A @ x for small arrays, without BLAS (numba's np.dot needs SciPy's)."""
-    out = np.zeros(A.shape[0])
-    for r in range(A.shape[0]):
-        for c in range(A.shape[1]):
-            out[r] += A[r, c] * x[c]
-    return out
-
-
-@jit
-def _matmul(A, B):
-    """A @ B for small arrays, without BLAS."""
-    out = np.zeros((A.shape[0], B.shape[1]))
-    for r in range(A.shape[0]):
-        for k in range(A.shape[1]):
-            for c in range(B.shape[1]):
-                out[r, c] += A[r, k] * B[k, c]
-    return out
 
 
 @jit
@@ -103,7 +89,7 @@ def critical_damping(K, gain, V):
     t, U = symmetric_eigen(B)
     for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
-    return _matmul(_matmul(L, compose_eigen(U, t, np.empty((m, m)))), L)
+    return matmul(matmul(L, compose_eigen(U, t, np.empty((m, m)))), L)
 
 
 @jit
@@ -124,34 +110,35 @@ def pose_error(R, p, R_d, p_d, max_error):
     return e
 
 
+_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
+
+
 @jit
-def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, bodies, R_offs, p_offs, K, D,
-         operational, max_error, Kn, Dn, wrap, damping_b, friction, deadband, period, damping,
-         limits, q, qd, R_d, p_d, w, q_n):
+def _law(floats, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, operational, max_error,
+         Kn, Dn, wrap, damping_b, friction, deadband, period, damping, limits, q, qd, R_d, p_d, w,
+         q_n):
     """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames stacked in one task
-    of m = 6 f rows: bodies (f,), R_offs (f, 3, 3), p_offs (f, 3) their links' poses in their
-    bodies; R_d (f, 3, 3), p_d (f, 3) their targets; w, K, D (m,). D and Dn (n,): a negative
-    entry is unset (critical). operational: operational_space. damping_b, friction (n,): the
-    joint damping and friction to compensate (zeros: none); period (s): the control period;
-    damping: of Lambda's inverse."""
-    n, f = q.shape[0], bodies.shape[0]
+    of m = 6 f rows: frame_bodies (f,), R_offs (f, 3, 3), p_offs (f, 3) their links' poses in
+    their bodies; R_d (f, 3, 3), p_d (f, 3) their targets; w, K, D (m,). D and Dn (n,): a
+    negative entry is unset (critical). operational: operational_space. damping_b, friction
+    (n,): the joint damping and friction to compensate (zeros: none); period (s): the control
+    period; damping: of Lambda's inverse. One kinematics pass fills the workspace's poses, which
+    M, the bias, the frames' Jacobians and J-dot qd then read."""
+    n, f = q.shape[0], frame_bodies.shape[0]
     m = 6 * f
-    R, p, Rw, pw, Rf, pf, J1 = frame_pass(R0, p0, axis, jtype, parent, q, bodies[0], R_offs[0],
-                                          p_offs[0], kernels.LOCAL_WORLD_ALIGNED)
-    M = np.empty((n, n))
-    _mass_matrix_at(R, p, axis, jtype, parent, mass, h, inertia_o, M)
+    model, data = views.model(floats, ints), views.data(vecs, rots, mats)
+    kinematics(model, data, q)
+    mass.columns(model, data, data.M)
     tau = np.empty(n)  # C qd + g to start with
-    rnea(R, p, axis, jtype, parent, mass, h, inertia_o, qd, np.zeros(n), a0, np.zeros(6), tau,
-         np.empty((5, n, 3)))
-    L = cholesky_factor(M)
+    rnea(model, data, qd, data.vectors[1], model.a0, _ZERO6, tau)  # (columns left it zero)
+    L = cholesky_factor(data.M, data.L)
+    Rf, pf, J1 = np.empty((3, 3)), np.empty(3), data.J
     J, e, jdqd, one = np.empty((m, n)), np.empty(m), np.zeros(m), np.zeros(6)
     for k in range(f):  # each frame's rows: Jacobian, pose error, Jdot qd
-        if k > 0:
-            frame_placement(Rw, pw, bodies[k], R_offs[k], p_offs[k], Rf, pf)
-            frame_jacobian_at(Rw, pw, axis, jtype, parent, bodies[k], Rf, pf,
-                              kernels.LOCAL_WORLD_ALIGNED, J1)
+        frame_placement(data, frame_bodies[k], R_offs[k], p_offs[k], Rf, pf)
+        frame_jacobian(model, data, frame_bodies[k], Rf, pf, LOCAL_WORLD_ALIGNED, J1)
         ek = pose_error(Rf, pf, R_d[k], p_d[k], max_error)
-        frame_bias_acceleration(Rw, pw, axis, jtype, parent, qd, bodies[k], pf, one)
+        frame_bias_acceleration(model, data, qd, frame_bodies[k], pf, one)
         for r in range(6):
             e[6 * k + r], jdqd[6 * k + r] = ek[r], one[r]
             for c in range(n):
@@ -161,7 +148,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, bodies, R_offs, p_
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
     if not operational:  # Lambda Jdot qd, so that Lambda x'' + D x' = K e + (an outside wrench)
-        jdqd = _matvec(Lam, jdqd)
+        jdqd = matvec(Lam, jdqd)
     Dm = np.zeros((m, m))
     if D[0] >= 0:
         for k in range(m):
@@ -171,23 +158,23 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, bodies, R_offs, p_
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
         Dm = critical_damping(K, gain, V)
-    spring, F, xd = np.empty(m), np.empty(m), _matvec(J, qd)
-    damp = _matvec(Dm, xd)
+    spring, F, xd = np.empty(m), np.empty(m), matvec(J, qd)
+    damp = matvec(Dm, xd)
     for k in range(m):
         spring[k], F[k] = K[k] * e[k], K[k] * e[k] - damp[k] - jdqd[k]
     if operational:  # F <- Lambda F, and the spring part likewise (for friction's pull)
-        F, spring = _matvec(Lam, F), _matvec(Lam, spring)
+        F, spring = matvec(Lam, F), matvec(Lam, spring)
     for k in range(m):
         F[k] += w[k]
     # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
     inertia = np.empty(n)
-    unit = np.zeros(n)
+    unit, x = np.zeros(n), np.empty(n)
     for i in range(n):
         unit[i] = 1.0
-        inertia[i] = 1.0 / cholesky_apply(L, unit)[i]
+        inertia[i] = 1.0 / cholesky_apply(L, unit, x)[i]
         unit[i] = 0.0
     # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
-    vn = qd - _matvec(MinvJt, _matvec(Lam, xd))
+    vn = qd - matvec(MinvJt, matvec(Lam, xd))
     tau_n, pull_n = np.empty(n), np.empty(n)
     for i in range(n):
         err = q_n[i] - q[i]
@@ -197,7 +184,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, bodies, R_offs, p_
         pull_n[i] = Kn[i] * err
         tau_n[i] = pull_n[i] - dn * vn[i]
     # N^T x = x - J^T Lambda (M^-1 J^T)^T x, for the nullspace torque and its spring part
-    z, z_pull = _matvec(Lam, _matvec(MinvJt.T.copy(), tau_n)), _matvec(Lam, _matvec(MinvJt.T.copy(), pull_n))
+    z, z_pull = matvec(Lam, matvec(MinvJt.T.copy(), tau_n)), matvec(Lam, matvec(MinvJt.T.copy(), pull_n))
     command, pull = np.empty(n), np.empty(n)
     for i in range(n):
         command[i], pull[i] = tau_n[i], pull_n[i]
@@ -205,7 +192,7 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, bodies, R_offs, p_
             command[i] += J[k, i] * (F[k] - z[k])
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
-        qdd = cholesky_apply(L, command)
+        qdd = cholesky_apply(L, command, np.empty(n))
         for i in range(n):
             tau[i] += damping_b[i] * (qd[i] + period * qdd[i])
     for i in range(n):
@@ -264,7 +251,8 @@ class CartesianLaw:
         bodies = np.array([body for body, _, _ in frames], dtype=np.int64)
         R_offs = np.array([R for _, R, _ in frames]).reshape(f, 3, 3)
         p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
-        self._args = (*chain.kernel_arrays, chain.kernel_a0, bodies, R_offs, p_offs,
+        self.data = Data(chain.pack)  # the law's workspace
+        self._args = (*self.data.args, bodies, R_offs, p_offs,
                       self.K, self.D, self.operational_space, self.max_error, self.Kn, self.Dn,
                       np.array(chain.continuous),  # writable: numba's fast dispatch path
                       self.damping, self.friction, float(friction_deadband), float(period),
@@ -277,7 +265,7 @@ class CartesianLaw:
 
     def jacobian(self, q):
         """(6 f, n): the frames' Jacobians, stacked, in base axes at their origins."""
-        return np.vstack([frame_jacobian(self.chain, q, link) for link in self.ee_links])
+        return np.vstack([link_jacobian(self.chain, q, link) for link in self.ee_links])
 
     def fastest_mode(self, q):
         """rad/s: the highest natural frequency of the undamped task at q, the square root of

@@ -49,9 +49,11 @@ import math
 
 import numpy as np
 
-from . import kernels
-from .dynamics import as_vector, inverse_dynamics, model_arrays
-from .kernels import jit
+from .dynamics import as_vector, inverse_dynamics
+from .kernels import mass_matrix as mass
+from .kernels import newton_euler
+from .kernels.compile import jit
+from .layout import Data
 from .model import as_limit
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
@@ -129,9 +131,12 @@ def at_limit(tau, limits):
     return False
 
 
+_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
+
+
 @jit
-def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, mode, kp, kd, ki, integral_limit,
-         wrap, damping, friction, deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
+def _law(floats, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap, damping, friction,
+         deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
     """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,
     integral_limit, wrap (True: continuous joint, e wrapped to [-pi, pi)), damping and friction
     to compensate (zeros: none), limits (saturation, may be inf). deadband (rad) and period (s)
@@ -149,19 +154,20 @@ def _law(R0, p0, axis, jtype, parent, mass, h, inertia_o, a0, mode, kp, kd, ki, 
         else:
             integral[i] = 0.0
         v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
-    model = (R0, p0, axis, jtype, parent, mass, h, inertia_o)
+    model = (floats, ints, vecs, rots, mats)
+    tau = np.empty(n)
     if mode == COMPUTED_TORQUE:
-        tau = kernels.mass_matrix_times_plus_bias(*model, q, qd, v, a0)
+        mass.mass_matrix_times_plus_bias(*model, q, qd, v, tau)
         for i in range(n):  # the damping over one control period, taken implicitly
             tau[i] += damping[i] * (qd[i] + period * v[i])
     else:
-        zero6 = np.zeros(6)
         if mode == FEEDFORWARD:
-            tau = kernels.inverse_dynamics(*model, q, qd_d, qdd_d, a0, zero6)
+            newton_euler.inverse_dynamics(*model, q, qd_d, qdd_d, _ZERO6, tau)
         else:
             zero = np.zeros(n)
-            tau = kernels.inverse_dynamics(*model, q, zero, zero, a0, zero6)
-        inertia = kernels.joint_inertias(*model, q)
+            newton_euler.inverse_dynamics(*model, q, zero, zero, _ZERO6, tau)
+        inertia = np.empty(n)
+        mass.joint_inertias(*model, q, inertia)
         for i in range(n):  # the damping as computed_torque takes it, with I for M
             pd = kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i]
             tau[i] += (inertia[i] + period * damping[i]) * pd + damping[i] * qd[i]
@@ -200,7 +206,8 @@ class ControlLaw:
         self.deadband, self.period = float(friction_deadband), float(period)
         self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
         self.integral[self.ki == 0] = 0.0  # ki set to 0 resets its integral
-        self._args = (*model_arrays(chain), chain.kernel_a0, MODES.index(self.mode),
+        self.data = Data(chain.pack)  # the law's workspace
+        self._args = (*self.data.args, MODES.index(self.mode),
                       self.kp, self.kd, self.ki, self.integral_limit,
                       np.array(chain.continuous),  # writable: numba's fast dispatch path
                       self.damping, self.friction, self.deadband, self.period, self.limits)

@@ -5,23 +5,25 @@ q in rad or m, qd in rad/s or m/s, qdd in rad/s^2 or m/s^2, tau in N m or N.
 inverse_dynamics, bias_forces and gravity_torques also take N states at once, as (N, n) arrays,
 and return (N, n) from one compiled loop (a trajectory's torques, say). Gravity, when
 given, is a (3,) vector in m/s^2 in the URDF root link's frame, as in `load_chain`.
-Every quantity comes from the recursive Newton-Euler pass in `kernels.rnea`, except the M that
-forward_dynamics solves with, which the composite-rigid-body pass builds (equal to round-off,
-test_trees.py; it is what the simulator steps with).
+Every quantity comes from the recursive Newton-Euler pass (kernels.newton_euler), except the M
+that forward_dynamics solves with, which the composite-rigid-body pass builds (equal to
+round-off, test_trees.py; it is what the simulator steps with).
+
+Each call runs the kernels on the chain's packed model and this thread's workspace
+(Chain.workspace), and allocates only what it returns: numba returning a new array costs more
+than a small arm's whole pass, so the result is allocated here and filled there.
 """
 
 import numpy as np
 
-from . import kernels
+from .kernels import mass_matrix as mass
+from .kernels import newton_euler
+from .layout import with_gravity
 
 _ZERO6 = np.zeros(6)
 _ZERO3 = np.zeros(3)
+_inverse_dynamics = newton_euler.inverse_dynamics  # one attribute lookup fewer a call
 _F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
-
-
-def model_arrays(chain):
-    """The chain's arrays in the kernels' order: R0, p0, axis, jtype, parent, mass, h, inertia_o."""
-    return chain.kernel_arrays
 
 
 def as_vector(chain, x, name):
@@ -38,8 +40,11 @@ def _plain(chain, q, qd, x):
     """Whether q, qd and x are float64 arrays of shape (n,), the control loop's case: they go to
     the kernels as they are. One chained test: three as_vector calls cost more than the kernel's
     own work on a small arm."""
-    return (type(q) is type(qd) is type(x) is np.ndarray and q.dtype is qd.dtype is x.dtype is _F64
-            and q.shape == qd.shape == x.shape == chain.vector_shape)
+    try:
+        return (q.dtype is qd.dtype is x.dtype is _F64
+                and q.shape == qd.shape == x.shape == chain.vector_shape)
+    except AttributeError:  # not arrays
+        return False
 
 
 def _vectors(chain, q, qd, x, name):
@@ -56,9 +61,11 @@ def _rows(chain, x, name, shape):
     return x
 
 
-def _base_acceleration(chain, gravity):
-    """Gravity enters Newton-Euler as an upward base acceleration a0 = -g (base frame)."""
-    return chain.kernel_a0 if gravity is None else -chain.gravity_in_base(gravity)
+def _model(chain, gravity):
+    """The packed model, with another gravity (given in the URDF root frame) when given."""
+    if gravity is None:
+        return chain.pack
+    return with_gravity(chain.pack, -chain.gravity_in_base(gravity))
 
 
 def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
@@ -68,24 +75,30 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
-    if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call,
-        floats, ints = chain.kernel_pack  # with no conversion and no argument tuple to build
-        return kernels.inverse_dynamics_default(floats, ints, q, qd, qdd)
+    if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call:
+        tau = np.empty(chain.vector_shape)  # no conversion, no gravity or wrench to build
+        _inverse_dynamics(*chain.workspace().args, q, qd, qdd, _ZERO6, tau)
+        return tau
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
+    model = _model(chain, gravity)
     if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
         shape = (len(q), chain.n)
-        return kernels.inverse_dynamics_rows(
-            *model_arrays(chain), _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
-            _rows(chain, qdd, "qdd", shape), _base_acceleration(chain, gravity), f,
-            kernels.row_blocks(shape[0]))
-    return kernels.inverse_dynamics_packed(
-        *chain.kernel_pack, *_vectors(chain, q, qd, qdd, "qdd"), _base_acceleration(chain, gravity),
-        f)
+        tau = np.empty(shape)
+        newton_euler.inverse_dynamics_rows(
+            *model, _rows(chain, q, "q", shape), _rows(chain, qd, "qd", shape),
+            _rows(chain, qdd, "qdd", shape), f, newton_euler.row_blocks(shape[0]), tau)
+        return tau
+    tau = np.empty(chain.n)
+    newton_euler.inverse_dynamics(*model, *chain.workspace().arrays,
+                                  *_vectors(chain, q, qd, qdd, "qdd"), f, tau)
+    return tau
 
 
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
-    return kernels.mass_matrix_packed(*chain.kernel_pack, as_vector(chain, q, "q"))
+    M = np.empty((chain.n, chain.n))
+    mass.mass_matrix(*chain.workspace().args, as_vector(chain, q, "q"), M)
+    return M
 
 
 def mass_matrix_times_plus_bias(chain, q, qd, v):
@@ -94,8 +107,10 @@ def mass_matrix_times_plus_bias(chain, q, qd, v):
     Same numbers as mass_matrix(chain, q) @ v + bias_forces(chain, q, qd): M is built from the
     same inverse-dynamics calls with qdd = e_j, with the joint poses computed once.
     """
-    return kernels.mass_matrix_times_plus_bias(
-        *model_arrays(chain), *_vectors(chain, q, qd, v, "v"), chain.kernel_a0)
+    tau = np.empty(chain.n)
+    mass.mass_matrix_times_plus_bias(*chain.workspace().args,
+                                     *_vectors(chain, q, qd, v, "v"), tau)
+    return tau
 
 
 def bias_forces(chain, q, qd, gravity=None):
@@ -113,19 +128,20 @@ def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
     """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve (M by the
     composite-rigid-body pass)."""
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
-    return kernels.forward_dynamics_packed(
-        *chain.kernel_pack, *_vectors(chain, q, qd, tau, "tau"), _base_acceleration(chain, gravity),
-        f)
+    qdd = np.empty(chain.n)
+    mass.forward_dynamics(*_model(chain, gravity), *chain.workspace().arrays,
+                          *_vectors(chain, q, qd, tau, "tau"), f, qdd)
+    return qdd
 
 
 def kinetic_energy(chain, q, qd):
     """Kinetic energy (J) from the link velocities: sum of 1/2 m v_c^2 + 1/2 w^T I_c w."""
-    return kernels.energies(*model_arrays(chain), as_vector(chain, q, "q"), as_vector(chain, qd, "qd"),
-                            _ZERO3)[0]
+    return newton_euler.energies(*chain.workspace().args, as_vector(chain, q, "q"),
+                                 as_vector(chain, qd, "qd"), _ZERO3)[0]
 
 
 def potential_energy(chain, q, gravity=None):
     """Gravitational potential energy (J), zero with every COM at the base frame origin."""
-    zero = np.zeros(chain.n)
-    return kernels.energies(*model_arrays(chain), as_vector(chain, q, "q"), zero,
-                            -_base_acceleration(chain, gravity))[1]
+    g = chain.gravity if gravity is None else chain.gravity_in_base(gravity)
+    return newton_euler.energies(*chain.workspace().args, as_vector(chain, q, "q"),
+                                 np.zeros(chain.n), np.array(g))[1]

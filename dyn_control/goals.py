@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kernels import jit
+from .kernels.compile import jit
 from .trajectory import Trajectory
 
 SUCCESSFUL = "SUCCESSFUL"

@@ -1,5 +1,5 @@
 """Kinematics of the links a `Chain` moves: poses, Jacobians, J-dot qd, and the operational-space
-inertia. Pure numpy plus the compiled kernels (dyn_control.kernels), no ROS.
+inertia. Pure numpy plus the compiled kernels (dyn_control.kernels.frames), no ROS.
 
 A link is any link the chain moves, its lumped fixed children included (tools, flanges, tool0):
 Chain.frame names its body and its fixed pose there. Poses are in the chain's base frame (the
@@ -15,11 +15,11 @@ Arrays: q, qd (n,) in the chain's joint order; units rad, m, s, kg.
 
 import numpy as np
 
-from . import kernels
 from .dynamics import as_vector, mass_matrix
+from .kernels import frames, linalg, so3
 
-REFERENCES = {"world": kernels.WORLD, "local": kernels.LOCAL,
-              "local_world_aligned": kernels.LOCAL_WORLD_ALIGNED}
+REFERENCES = {"world": frames.WORLD, "local": frames.LOCAL,
+              "local_world_aligned": frames.LOCAL_WORLD_ALIGNED}
 # Damping of the damped least-squares inverse (eigenvalues of J M^-1 J^T, 1/kg and 1/(kg m^2)):
 # an eigenvalue s becomes s / (s^2 + d^2), so Lambda's effective mass in a singular direction
 # stays below 1 / (2 d) = 500 kg, while one of 0.1 1/kg (10 kg) is off by (d / s)^2 = 1e-4.
@@ -51,9 +51,10 @@ def frame_jacobian(chain, q, link=None, reference="local_world_aligned"):
 def frame_pose_and_jacobian(chain, q, link=None, reference="local_world_aligned"):
     """(R, p, J) in one compiled call: the pose and the Jacobian (frame_pose, frame_jacobian)."""
     body, R_off, p_off = _frame(chain, link)
-    return kernels.frame_kinematics(chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent,
-                                    as_vector(chain, q, "q"), body, R_off, p_off,
-                                    _reference(reference))
+    R, p, J = np.empty((3, 3)), np.empty(3), np.empty((6, chain.n))
+    frames.frame_pose_and_jacobian(*chain.workspace().args, as_vector(chain, q, "q"),
+                                   body, R_off, p_off, _reference(reference), R, p, J)
+    return R, p, J
 
 
 def frame_classical_acceleration(chain, q, qd, link=None, reference="local_world_aligned"):
@@ -63,16 +64,16 @@ def frame_classical_acceleration(chain, q, qd, link=None, reference="local_world
     if reference not in ("local", "local_world_aligned"):
         raise ValueError(f"reference must be local or local_world_aligned, got {reference!r}")
     body, R_off, p_off = _frame(chain, link)
-    out, R = kernels.frame_acceleration(chain.R0, chain.p0, chain.axis, chain.jtype, chain.parent,
-                                        as_vector(chain, q, "q"), as_vector(chain, qd, "qd"), body,
-                                        R_off, p_off)
+    out, R, p = np.empty(6), np.empty((3, 3)), np.empty(3)
+    frames.frame_acceleration(*chain.workspace().args, as_vector(chain, q, "q"),
+                              as_vector(chain, qd, "qd"), body, R_off, p_off, R, p, out)
     return out if reference == "local_world_aligned" else np.concatenate([R.T @ out[:3], R.T @ out[3:]])
 
 
 def rotation_log(R):
     """Rotation matrix (3, 3) -> rotation vector (3,) rad: the log map of SO(3), angle in
     [0, pi] times the unit axis."""
-    return np.array(kernels.rotation_log(np.ascontiguousarray(R, dtype=float)))
+    return np.array(so3.rotation_log(np.ascontiguousarray(R, dtype=float)))
 
 
 def rotation_exp(w):
@@ -124,15 +125,19 @@ def damped_inverse(A, damping=SINGULARITY_DAMPING):
     """The damped least-squares inverse of a symmetric positive semi-definite matrix (m, m):
     each eigenvalue s becomes s / (s^2 + damping^2); damping 0: the pseudo-inverse."""
     A = np.ascontiguousarray(A, dtype=float)
-    return kernels.damped_inverse(0.5 * (A + A.T), float(damping), np.empty_like(A))
+    return linalg.damped_inverse(0.5 * (A + A.T), float(damping), np.empty_like(A))
+
+
+def _factor(chain, q):
+    """L, the Cholesky factor of M(q) (mass_matrix's, by columns)."""
+    return linalg.cholesky_factor(mass_matrix(chain, q), np.empty((chain.n, chain.n)))
 
 
 def operational_space_inertia(chain, q, link=None, damping=SINGULARITY_DAMPING):
     """Lambda (6, 6) = (J M^-1 J^T)^-1 of `link` (J local_world_aligned), kg and kg m^2, by the
     damped inverse: bounded near a singular pose, and for arms of fewer than 6 joints."""
     J = frame_jacobian(chain, q, link)
-    return kernels.operational_space(kernels.cholesky_factor(mass_matrix(chain, q)), J,
-                                     float(damping))[1]
+    return linalg.operational_space(_factor(chain, q), J, float(damping))[1]
 
 
 def dynamically_consistent_inverse(chain, q, link=None, damping=SINGULARITY_DAMPING):
@@ -140,6 +145,5 @@ def dynamically_consistent_inverse(chain, q, link=None, damping=SINGULARITY_DAMP
     acceleration alone. N = I - J-bar J projects torques as N^T tau into the task's
     nullspace."""
     J = frame_jacobian(chain, q, link)
-    MinvJt, Lam, _, _ = kernels.operational_space(kernels.cholesky_factor(mass_matrix(chain, q)),
-                                                  J, float(damping))
+    MinvJt, Lam, _, _ = linalg.operational_space(_factor(chain, q), J, float(damping))
     return MinvJt @ Lam

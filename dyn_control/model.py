@@ -19,12 +19,14 @@ root link's frame). No ROS import here: this module is plain numpy plus urdf_par
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-REVOLUTE, PRISMATIC = 0, 1
+from .layout import PRISMATIC, REVOLUTE, Data, pack_model
+
 _MOVABLE = ("revolute", "continuous", "prismatic")
 _INERTIA_RTOL = 1e-6  # relative slack of the symmetry / PSD / triangle-inequality checks
 
@@ -157,24 +159,21 @@ class Chain:
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
-        # What the kernels take, built once, as private writable copies: numba's dispatcher types
-        # a read-only array on its slow path (about 0.07 us per argument per call), and gathering
-        # eight attributes per call cost a tenth of a small arm's inverse dynamics. The chain's
-        # own arrays stay read-only; nothing writes these.
         object.__setattr__(self, "vector_shape", (self.n,))  # of q, qd, tau: checked per call
-        arrays = tuple(np.array(a) for a in (self.R0, self.p0, self.axis, self.jtype, self.parent,
-                                            self.mass, self.h, self.inertia_origin))
-        object.__setattr__(self, "kernel_arrays", arrays)  # dynamics.model_arrays: their order
-        # the same, packed in one float and one int array (kernels.unpack): numba's dispatch
-        # costs per argument, about a fifth of a small arm's inverse dynamics for these eight
-        # (and the chain's base acceleration, which kernels.inverse_dynamics_default reads)
-        floats = np.zeros((self.n, 11, 3))
-        floats[:, 0:3], floats[:, 3], floats[:, 4] = self.R0, self.p0, self.axis
-        floats[:, 5], floats[:, 6:9], floats[:, 9, 0] = self.h, self.inertia_origin, self.mass
-        floats[0, 10] = self.base_acceleration  # (a chain has a joint: the loader refuses none)
-        object.__setattr__(self, "kernel_pack", (
-            floats, np.array([self.jtype, self.parent], dtype=np.int64)))
-        object.__setattr__(self, "kernel_a0", floats[0, 10])  # a view: one copy of a0
+        # the packed arrays the kernels read (dyn_control.layout), built once
+        object.__setattr__(self, "pack", pack_model(
+            self.R0, self.p0, self.axis, self.h, self.inertia_origin, self.mass,
+            self.base_acceleration, self.jtype, self.parent))
+        object.__setattr__(self, "_workspaces", threading.local())
+
+    def workspace(self):
+        """This thread's workspace (layout.Data) for the public functions: allocated once per
+        thread, as a kernel writes into it (a control law or a simulator keeps its own)."""
+        try:
+            return self._workspaces.data
+        except AttributeError:
+            self._workspaces.data = Data(self.pack)
+            return self._workspaces.data
 
     @property
     def n(self) -> int:

@@ -24,7 +24,7 @@ PREFIX = "dyn_control-kernels-"
 def source_key(package=PACKAGE):
     """A hash of the library's source files (the kernels and every module they import)."""
     digest = hashlib.sha256()
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 

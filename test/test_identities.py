@@ -13,7 +13,9 @@ import pytest
 from conftest import URDF_DIR, robots_dir
 from dyn_control import (bias_forces, forward_dynamics, gravity_torques, inverse_dynamics,
                          kinetic_energy, load_chain, mass_matrix, potential_energy)
-from dyn_control import dynamics, kernels
+from dyn_control.kernels import frames, newton_euler, views
+from dyn_control.kernels.compile import HAVE_NUMBA
+from dyn_control.layout import Data
 from examples import random_chain_urdf
 
 ROUND_OFF = 1e-10  # relative, for identities that hold exactly up to floating point
@@ -139,9 +141,8 @@ def test_gravity_argument_overrides_the_chain_gravity(arm):
 
 
 def test_the_control_loops_fast_path_equals_the_general_one(arm):
-    # three float64 vectors, no gravity or wrench given: kernels.inverse_dynamics_default with
-    # the gravity packed after the model; a list or a zero wrench takes the general path
-    # (kernels.inverse_dynamics_packed): the same numbers to the bit
+    # three float64 vectors, no gravity or wrench given: no conversion and the model's own
+    # gravity; a list or a zero wrench takes the general path: the same numbers to the bit
     for q, qd, qdd in itertools.islice(_states(arm), 3):
         fast = inverse_dynamics(arm, q, qd, qdd)
         assert np.array_equal(fast, inverse_dynamics(arm, q.tolist(), qd, qdd))
@@ -149,19 +150,16 @@ def test_the_control_loops_fast_path_equals_the_general_one(arm):
 
 
 def test_plain_python_kernels_equal_compiled(arm):
-    """Without numba the same kernel source runs as Python (kernels.njit's fallback)."""
-    if not kernels.HAVE_NUMBA:
+    """Without numba the same kernel source runs as Python (kernels.compile's fallback)."""
+    if not HAVE_NUMBA:
         pytest.skip("numba not installed: the plain-Python kernels are the only ones")
     q, qd, qdd = next(_states(arm))
-    model = dynamics.model_arrays(arm)
-    a0 = -arm.gravity
-    f = np.zeros(6)
-    compiled = kernels.inverse_dynamics(*model, q, qd, qdd, a0, f)
-    n = arm.n
-    R, p, tau = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty(n)
-    kernels.joint_poses.py_func(arm.R0, arm.p0, arm.axis, arm.jtype, q, R, p)
-    kernels.rnea.py_func(R, p, arm.axis, arm.jtype, arm.parent, arm.mass, arm.h, arm.inertia_origin,
-                         qd, qdd, a0, f, tau, np.empty((5, n, 3)))
+    compiled = inverse_dynamics(arm, q, qd, qdd)
+    floats, ints, vecs, rots, mats = Data(arm.pack).args
+    m, d = views.model.py_func(floats, ints), views.data.py_func(vecs, rots, mats)
+    frames.joint_poses.py_func(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
+    tau = np.empty(arm.n)
+    newton_euler.rnea.py_func(m, d, qd, qdd, m.a0, np.zeros(6), tau)
     _close(tau, compiled, 1e-13)
 
 

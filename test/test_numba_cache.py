@@ -2,10 +2,10 @@
 
 numba's own cache checks only the stamp of the file a kernel is written in, so a cached kernel
 that calls a kernel of another file kept the old callee after that file changed. Reference: the
-edited source itself. In a copy of the package, a kernel of kernels.py is called from a kernel
-of control.py; each run is a fresh process, as after `git pull`. The second run must load both
-from the cache (else the test proves nothing), and after an edit of kernels.py alone the caller
-must return what the edited callee says.
+edited source itself. In a copy of the package, a kernel of kernels/so3.py is called from a
+kernel of control.py; each run is a fresh process, as after `git pull`. The second run must load
+both from the cache (else the test proves nothing), and after an edit of kernels/so3.py alone the
+caller must return what the edited callee says.
 """
 
 import json
@@ -23,10 +23,12 @@ def _cache_probe():
     return 1.0
 """
 CALLER = """
+from .kernels import so3 as _probe_module
+
 
 @jit
 def _cache_probe_caller():
-    return kernels._cache_probe() + 0.0
+    return _probe_module._cache_probe() + 0.0
 """
 RUN = """
 import json
@@ -49,15 +51,15 @@ def test_a_kernel_edited_in_another_file_is_recompiled_for_its_caller(tmp_path):
     package = tmp_path / "dyn_control"
     shutil.copytree(PACKAGE_DIR / "dyn_control", package,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    with open(package / "kernels.py", "a") as f:
+    with open(package / "kernels" / "so3.py", "a") as f:
         f.write(CALLEE)
     with open(package / "control.py", "a") as f:
         f.write(CALLER)
     first, cached = _run(tmp_path), _run(tmp_path)
     assert first == {"value": 1.0, "hits": 0}
     assert cached == {"value": 1.0, "hits": 1}  # the caller came from the cache
-    kernels = package / "kernels.py"
-    kernels.write_text(kernels.read_text().replace("return 1.0", "return 2.0"))
+    callee = package / "kernels" / "so3.py"
+    callee.write_text(callee.read_text().replace("return 1.0", "return 2.0"))
     edited = _run(tmp_path)
     assert edited["value"] == 2.0, edited  # not the cached caller's inlined 1.0
     folders = sorted(p.name for p in (package / "__pycache__").glob("dyn_control-kernels-*"))

@@ -146,16 +146,17 @@ def test_the_composite_rigid_body_m_equals_the_inverse_dynamics_columns():
     # 1e-14 relative to the largest entry: the same sums in another order. Every arm of
     # example-robot-data and the tree robots, zeros across branches included.
     from arm_sweep import arm_paths, load_arm
-    from dyn_control import kernels
+    from dyn_control.kernels import mass_matrix as kernel
+    from dyn_control.kernels import views
     chains = [load_arm(rel) for rel in arm_paths()] + [_tree(name)[1] for name in TREES]
     rng = np.random.default_rng(5)
     for chain in chains:
         for _ in range(3):
             q = rng.uniform(-2, 2, chain.n)
-            R, p, M = np.empty((chain.n, 3, 3)), np.empty((chain.n, 3)), np.empty((chain.n, chain.n))
-            kernels.joint_poses(chain.R0, chain.p0, chain.axis, chain.jtype, q, R, p)
-            kernels._mass_matrix_crba(R, p, chain.axis, chain.jtype, chain.parent, chain.mass,
-                                      chain.h, chain.inertia_origin, M)
+            m, d = views.model(*chain.pack), views.data(*chain.workspace().arrays)
+            M = np.empty((chain.n, chain.n))
+            kernel.poses(m, d, q)
+            kernel.crba(m, d, M)
             reference = mass_matrix(chain, q)
             np.testing.assert_allclose(M, reference, rtol=0, atol=1e-14 * np.abs(reference).max())
             assert np.all(M[reference == 0] == 0)  # exactly zero where the branches part

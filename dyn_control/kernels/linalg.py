@@ -1,0 +1,180 @@
+"""Small dense linear algebra without LAPACK (numba's needs SciPy): Cholesky, a symmetric
+eigen-decomposition by Jacobi rotations, the damped least-squares inverse, and the
+operational-space inertia built from them."""
+
+import math
+
+import numpy as np
+
+from .compile import jit
+
+
+@jit
+def cholesky_factor(M, L):
+    """Fill L (n, n), lower triangular, with L L^T = M for symmetric positive definite M, and
+    return it; raises if M is not SPD."""
+    n = M.shape[0]
+    for j in range(n):
+        for i in range(j):
+            L[i, j] = 0.0
+        d = M[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            raise ValueError("mass matrix is not positive definite")
+        L[j, j] = math.sqrt(d)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return L
+
+
+@jit
+def cholesky_apply(L, b, x):
+    """Fill x (n,) with the x of L L^T x = b, by the two triangular solves, and return it (x
+    may be b)."""
+    n = b.shape[0]
+    for i in range(n):  # L y = b, y in x
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):  # L^T x = y
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+@jit
+def cholesky_solve(M, b):
+    """x (new) with M x = b for symmetric positive definite M; raises if M is not SPD."""
+    n = b.shape[0]
+    return cholesky_apply(cholesky_factor(M, np.empty((n, n))), b, np.empty(n))
+
+
+@jit
+def matvec(A, x):
+    """A @ x for small arrays, without BLAS (numba's np.dot needs SciPy's)."""
+    out = np.zeros(A.shape[0])
+    for r in range(A.shape[0]):
+        for c in range(A.shape[1]):
+            out[r] += A[r, c] * x[c]
+    return out
+
+
+@jit
+def matmul(A, B):
+    """A @ B for small arrays, without BLAS."""
+    out = np.zeros((A.shape[0], B.shape[1]))
+    for r in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            for c in range(B.shape[1]):
+                out[r, c] += A[r, k] * B[k, c]
+    return out
+
+
+@jit
+def symmetric_eigen(A):
+    """(s (m,), V (m, m)): the eigenvalues and eigenvectors (columns) of a symmetric A, by
+    cyclic Jacobi rotations."""
+    m = A.shape[0]
+    a, V = A.copy(), np.eye(m)
+    largest = 0.0
+    for i in range(m):
+        largest = max(largest, abs(a[i, i]))
+    for _ in range(60):
+        off = 0.0
+        for i in range(m):
+            for k in range(i + 1, m):
+                off += a[i, k] * a[i, k]
+        if off <= (1e-30 * largest) ** 2:
+            break
+        for i in range(m):
+            for k in range(i + 1, m):
+                if a[i, k] == 0.0:
+                    continue
+                theta = (a[k, k] - a[i, i]) / (2.0 * a[i, k])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for r in range(m):  # a <- a P, then P^T a; V <- V P
+                    x, y = a[r, i], a[r, k]
+                    a[r, i], a[r, k] = c * x - s * y, s * x + c * y
+                for r in range(m):
+                    x, y = a[i, r], a[k, r]
+                    a[i, r], a[k, r] = c * x - s * y, s * x + c * y
+                for r in range(m):
+                    x, y = V[r, i], V[r, k]
+                    V[r, i], V[r, k] = c * x - s * y, s * x + c * y
+    s = np.empty(m)
+    for i in range(m):
+        s[i] = a[i, i]
+    return s, V
+
+
+@jit
+def compose_eigen(V, gain, out):
+    """Fill out (m, m) with V diag(gain) V^T."""
+    m = V.shape[0]
+    for r in range(m):
+        for c in range(m):
+            total = 0.0
+            for i in range(m):
+                total += V[r, i] * gain[i] * V[c, i]
+            out[r, c] = total
+    return out
+
+
+@jit
+def damped_gains(s, damping):
+    """The eigenvalues of the damped least-squares inverse: s / (s^2 + damping^2), so 1 / s far
+    from zero (s >> damping) and falling to 0 towards it instead of growing without bound;
+    with damping 0 the pseudo-inverse's (below 1e-12 of the largest: 0)."""
+    largest = 0.0
+    for i in range(s.shape[0]):
+        largest = max(largest, s[i])
+    gain = np.empty(s.shape[0])
+    for i in range(s.shape[0]):
+        if damping > 0.0:
+            gain[i] = max(s[i], 0.0) / (s[i] * s[i] + damping * damping)
+        else:
+            gain[i] = 1.0 / s[i] if s[i] > 1e-12 * largest else 0.0
+    return gain
+
+
+@jit
+def damped_inverse(A, damping, out):
+    """Fill out (m, m) with the damped least-squares inverse of a symmetric positive
+    semi-definite A (damped_gains on its eigenvalues)."""
+    s, V = symmetric_eigen(A)
+    return compose_eigen(V, damped_gains(s, damping), out)
+
+
+@jit
+def operational_space(L, J, damping):
+    """(M^-1 J^T (n, m), Lambda (m, m), its eigenvalues (m,) and eigenvectors V (m, m)) of a
+    task Jacobian J (m, n), given L the Cholesky factor of M (cholesky_factor): Lambda =
+    (J M^-1 J^T)^-1, the task-space inertia, by the damped inverse (bounded at singular
+    poses)."""
+    m, n = J.shape
+    MinvJt = np.empty((n, m))
+    column = np.empty(n)
+    for k in range(m):
+        MinvJt[:, k] = cholesky_apply(L, J[k], column)
+    A = np.zeros((m, m))
+    for r in range(m):
+        for c in range(m):
+            total = 0.0
+            for i in range(n):
+                total += J[r, i] * MinvJt[i, c]
+            A[r, c] = total
+    for r in range(m):  # symmetric to the last bit, for the eigen-decomposition
+        for c in range(r + 1, m):
+            A[r, c] = A[c, r] = 0.5 * (A[r, c] + A[c, r])
+    s, V = symmetric_eigen(A)
+    gain = damped_gains(s, damping)
+    return MinvJt, compose_eigen(V, gain, np.empty((m, m))), gain, V

@@ -1,0 +1,146 @@
+"""The joint-space inertia M(q): by columns, M e_j = ID(q, 0, e_j) with gravity off (what the
+package promises, and what the controller uses), or by the composite-rigid-body pass
+(Featherstone's CRBA: equal to round-off, one pass instead of n; what forward dynamics and the
+simulator use). With it: forward dynamics, each joint's inertia with the others free, and the
+computed-torque law's M v + ID(q, qd, 0)."""
+
+import numpy as np
+
+from ..layout import PRISMATIC
+from . import views
+from .compile import jit
+from .frames import joint_poses
+from .linalg import cholesky_apply, cholesky_factor
+from .newton_euler import rnea
+from .so3 import add, cross, dot, mul, row, scale
+
+_ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as constants
+
+
+@jit
+def columns(m, d, M):
+    """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off,
+    at the workspace's joint poses. Leaves d.vectors[1] zero."""
+    n = M.shape[0]
+    e, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
+    for i in range(n):
+        e[i], zero[i] = 0.0, 0.0
+    for j in range(n):
+        e[j] = 1.0
+        rnea(m, d, zero, e, _ZERO3, _ZERO6, col)
+        e[j] = 0.0
+        for i in range(n):
+            M[i, j] = col[i]
+
+
+@jit
+def crba(m, d, M):
+    """Fill M (n, n) by the composite-rigid-body pass at the workspace's joint poses. Body i's
+    composite inertia (mass, first moment, inertia about its origin, in its frame) gathers its
+    subtree's; the wrench that its joint's unit motion needs is carried up the ancestors, and
+    S_j^T of it is M[i, j]."""
+    axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
+    R, p, cI, ch, cm = d.R, d.p, d.cI, d.ch, d.cm
+    n = M.shape[0]
+    for i in range(n):
+        for j in range(n):
+            M[i, j] = 0.0  # joints on different branches do not couple through inertia
+        cm[i] = mass[i]
+        for r in range(3):
+            ch[i, r] = h[i, r]
+            for c in range(3):
+                cI[i, r, c] = inertia_o[i, r, c]
+    for i in range(n - 1, -1, -1):  # children (larger indices) are complete
+        a, hi = row(axis, i), row(ch, i)
+        if jtype[i] == PRISMATIC:  # S = [a; 0]: F = [m a; h x a]
+            f, m = scale(a, cm[i]), cross(hi, a)
+        else:  # S = [0; a]: F = [a x h; I_o a]
+            f, m = cross(a, hi), mul(cI, i, a)
+        M[i, i] = dot(a, f) if jtype[i] == PRISMATIC else dot(a, m)
+        j = i
+        while parent[j] >= 0:  # carry F to each ancestor's frame: column i above the diagonal
+            pj = row(p, j)
+            f = mul(R, j, f)
+            m = add(mul(R, j, m), cross(pj, f))
+            j = parent[j]
+            aj = row(axis, j)
+            M[i, j] = M[j, i] = dot(aj, f) if jtype[j] == PRISMATIC else dot(aj, m)
+        k = parent[i]
+        if k >= 0:  # add body i's composite into its parent's, moved into the parent's frame
+            pi = row(p, i)
+            hr = mul(R, i, hi)  # first moment, parent axes, about body i's origin
+            for r in range(3):
+                for c in range(3):  # R I R^T, then the shift of the origin by p
+                    total = 0.0
+                    for u in range(3):
+                        for v in range(3):
+                            total += R[i, r, u] * cI[i, u, v] * R[i, c, v]
+                    shift = -(pi[r] * hr[c] + hr[r] * pi[c]) - cm[i] * pi[r] * pi[c]
+                    if r == c:
+                        shift += cm[i] * dot(pi, pi) + 2.0 * dot(pi, hr)
+                    cI[k, r, c] += total + shift
+            cm[k] += cm[i]
+            for r in range(3):
+                ch[k, r] += hr[r] + cm[i] * pi[r]
+
+
+@jit
+def poses(m, d, q):
+    """The joint poses at q, into the workspace (what columns and crba read)."""
+    joint_poses(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
+
+
+@jit
+def mass_matrix(floats, ints, vecs, rots, mats, q, M):
+    """Fill M (n, n) = M(q), by columns."""
+    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    poses(m, d, q)
+    columns(m, d, M)
+
+
+@jit
+def mass_matrix_times_plus_bias(floats, ints, vecs, rots, mats, q, qd, v, tau):
+    """Fill tau (n,) = M(q) v + ID(q, qd, 0): poses once, the n columns of M, the bias by one
+    more pass. The computed-torque law's whole model cost."""
+    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    n = q.shape[0]
+    poses(m, d, q)
+    columns(m, d, d.M)
+    rnea(m, d, qd, d.vectors[1], m.a0, _ZERO6, tau)  # (columns left vectors[1] zero)
+    for i in range(n):
+        for j in range(n):
+            tau[i] += d.M[i, j] * v[j]
+
+
+@jit
+def joint_inertias(floats, ints, vecs, rots, mats, q, out):
+    """Fill out (n,) kg m^2 or kg: each joint's inertia with the other joints free,
+    1 / (M(q)^-1)_jj, the inertia a torque on that joint alone accelerates (M by crba)."""
+    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    n = q.shape[0]
+    poses(m, d, q)
+    crba(m, d, d.M)
+    L = cholesky_factor(d.M, d.L)
+    unit, x = d.vectors[0], d.vectors[2]
+    for i in range(n):
+        unit[i] = 0.0
+    for j in range(n):
+        unit[j] = 1.0
+        out[j] = 1.0 / cholesky_apply(L, unit, x)[j]
+        unit[j] = 0.0
+
+
+@jit
+def forward_dynamics(floats, ints, vecs, rots, mats, q, qd, tau, f_tip, qdd):
+    """Fill qdd (n,) = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve, M by crba."""
+    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    n = q.shape[0]
+    poses(m, d, q)
+    zero, bias = d.vectors[1], d.vectors[3]
+    for i in range(n):
+        zero[i] = 0.0
+    rnea(m, d, qd, zero, m.a0, f_tip, bias)
+    crba(m, d, d.M)
+    for i in range(n):
+        bias[i] = tau[i] - bias[i]
+    cholesky_apply(cholesky_factor(d.M, d.L), bias, qdd)
