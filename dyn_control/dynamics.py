@@ -77,7 +77,11 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     """
     if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call:
         tau = np.empty(chain.vector_shape)  # no conversion, no gravity or wrench to build
-        _inverse_dynamics(*chain.workspace().args, q, qd, qdd, _ZERO6, tau)
+        try:
+            args = chain._workspaces.data.args  # this thread's workspace (Chain.workspace)
+        except AttributeError:
+            args = chain.workspace().args
+        _inverse_dynamics(*args, q, qd, qdd, _ZERO6, tau)
         return tau
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     model = _model(chain, gravity)
@@ -96,7 +100,7 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
 
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
-    M = np.empty((chain.n, chain.n))
+    M = np.empty(chain.matrix_shape)
     mass.mass_matrix(*chain.workspace().args, as_vector(chain, q, "q"), M)
     return M
 

@@ -160,6 +160,7 @@ class Chain:
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
         object.__setattr__(self, "vector_shape", (self.n,))  # of q, qd, tau: checked per call
+        object.__setattr__(self, "matrix_shape", (self.n, self.n))  # of M
         # the packed arrays the kernels read (dyn_control.layout), built once
         object.__setattr__(self, "pack", pack_model(
             self.R0, self.p0, self.axis, self.h, self.inertia_origin, self.mass,

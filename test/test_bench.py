@@ -26,6 +26,9 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
         "inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"}
     assert panda["inverse_dynamics_paired_ratio"] > 0
     assert all(v > 0 for v in panda["pinocchio_us"].values())
+    for name in ("inverse_dynamics", "mass_matrix"):  # both ways users write a call
+        assert set(data["per_call"][name]) == {"dc.f", "from-import"}
+        assert all(v > 0 for v in data["per_call"][name].values())
 
 
 def test_loop_bench_quick_run_times_both_nodes_and_writes_json(tmp_path):
