@@ -236,14 +236,14 @@ def simulator_step(quick):
     target reads the paired ratio: single sides wandered 1.3x to 1.9x within the hour."""
     import mujoco
 
-    from dyn_control.model import _dynamics_only, _read_urdf_text
+    from dyn_control.urdf import dynamics_only, read_urdf_text
     from dyn_control.simulation import Simulation
     out = {}
     for name, rel in (("ur5", "ur_description/urdf/ur5_robot.urdf"),
                       ("xarm7", "xarm_description/urdf/xarm7.urdf")):
         path = ROBOTS / rel
         chain = load_chain(path)
-        model = mujoco.MjModel.from_xml_string(_dynamics_only(_read_urdf_text(path)).decode())
+        model = mujoco.MjModel.from_xml_string(dynamics_only(read_urdf_text(path)).decode())
         assert model.nv == chain.n
         model.opt.timestep = 1e-3
         model.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4

@@ -14,7 +14,7 @@ import pytest
 from arm_sweep import arm_paths, load_arm
 from conftest import require, robots_dir
 from dyn_control import PayloadError, inverse_dynamics, load_chain, mass_matrix
-from dyn_control.model import inertia_matrix
+from dyn_control.inertia import inertia_matrix
 
 pin = require("pinocchio")
 from pin_reference import PinReference  # noqa: E402  (needs pinocchio)

@@ -331,10 +331,10 @@ def test_negative_mass_and_non_finite_inertia_are_named():
 def test_asymmetric_tensor_is_named():
     # A URDF holds one ixy per tensor, so asymmetry cannot come from XML; the check exists for
     # tensors built otherwise and is tested on its own.
-    from dyn_control.model import _check_inertia
+    from dyn_control.inertia import check_inertia
     tensor = np.array([[0.02, 0.001, 0], [0.0, 0.02, 0], [0, 0, 0.02]])
-    assert any("not symmetric" in p and "'l9'" in p for p in _check_inertia("link 'l9'", 1.0, tensor))
-    assert _check_inertia("l9", 1.0, np.diag([0.02, 0.02, 0.02])) == []
+    assert any("not symmetric" in p and "'l9'" in p for p in check_inertia("link 'l9'", 1.0, tensor))
+    assert check_inertia("l9", 1.0, np.diag([0.02, 0.02, 0.02])) == []
 
 
 def test_triangle_inequality_has_relative_slack():
