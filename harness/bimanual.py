@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from . import processes
-from .demo import figure
+from .plots import figure
 
 CONTROLLER = "/computed_torque_controller"
 

@@ -13,7 +13,9 @@ import os
 import pathlib
 import sysconfig
 
-from .demo import check_arm, closed_loop, tracking_figures
+from .demo import check_arm
+from .loop import closed_loop
+from .metrics import tracking_figures
 
 
 def robots_dir():

@@ -1,5 +1,5 @@
 """cartesian_impedance over DDS: simulator, controller and cartesian_demo as separate processes
-(harness/demo.py: cartesian_loop), synchronous on simulation time, as `make demo MODE=cartesian`
+(harness/loop.py: cartesian_loop), synchronous on simulation time, as `make demo MODE=cartesian`
 runs them: a circle of target poses, then the simulator pushes the end effector.
 
 References: the closed form of the static stiffness (displacement F/K under a push, bound 2 %
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness.demo import cartesian_figures, cartesian_loop, faults  # noqa: E402
+from harness.loop import cartesian_loop  # noqa: E402
+from harness.metrics import cartesian_figures, faults  # noqa: E402
 
 from dyn_control.parameters import CONTROLLER  # noqa: E402
 

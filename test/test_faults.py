@@ -28,7 +28,8 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 from conftest import PACKAGE_DIR  # noqa: E402
 from harness import processes  # noqa: E402
-from harness.demo import closed_loop, faults, node_status, tracking_figures  # noqa: E402
+from harness.loop import closed_loop, node_status  # noqa: E402
+from harness.metrics import faults, tracking_figures  # noqa: E402
 from harness.recorder import Recorder  # noqa: E402
 
 ARM, ARM_CONFIGS = processes.arm_files("default_arm")

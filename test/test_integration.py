@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness.demo import closed_loop, tracking_figures  # noqa: E402
+from harness.loop import closed_loop  # noqa: E402
+from harness.metrics import tracking_figures  # noqa: E402
 
 
 @pytest.fixture(scope="module")

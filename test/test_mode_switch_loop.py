@@ -1,5 +1,5 @@
 """Switching the joint mode with `ros2 param set` while the arm moves, over DDS: simulator,
-controller and the demo trajectory as separate processes (harness/demo.py: closed_loop),
+controller and the demo trajectory as separate processes (harness/loop.py: closed_loop),
 synchronous on simulation time. The parameter service call goes as the trajectory starts
 (test/set_parameters_on_motion.py), as a newcomer would switch by hand.
 
@@ -20,7 +20,8 @@ import pytest
 from conftest import PACKAGE_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness.demo import closed_loop, faults, tracking_figures  # noqa: E402
+from harness.loop import closed_loop  # noqa: E402
+from harness.metrics import faults, tracking_figures  # noqa: E402
 
 DURATION = 4.0  # s of the demo trajectory: 1 s fading in, 2 s of motion, 1 s fading out
 

@@ -1,5 +1,5 @@
 """A payload on the simulated arm only, over DDS: simulator, controller and demo trajectory as
-separate processes (harness/demo.py: closed_loop), synchronous on simulation time.
+separate processes (harness/loop.py: closed_loop), synchronous on simulation time.
 
 The simulator carries 1.5 kg 0.1 m beyond the default arm's tip link, starting from a bent
 pose so that the payload loads the arm. References: the same loop with the payload declared
@@ -13,7 +13,8 @@ import pytest
 from conftest import PACKAGE_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness.demo import closed_loop, faults, tracking_figures  # noqa: E402
+from harness.loop import closed_loop  # noqa: E402
+from harness.metrics import faults, tracking_figures  # noqa: E402
 
 BENT = [0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0]
 PAYLOAD = {"payload_mass": 1.5, "payload_com": [0.0, 0.0, 0.1]}

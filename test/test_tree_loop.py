@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness.demo import closed_loop, faults, spans, tracking_figures  # noqa: E402
+from harness.loop import closed_loop  # noqa: E402
+from harness.metrics import faults, spans, tracking_figures  # noqa: E402
 
 TIAGO_JOINTS = ["torso_lift_joint", *(f"arm_{side}_{k}_joint" for side in ("left", "right")
                                       for k in range(1, 8))]

@@ -1,0 +1,196 @@
+"""The tests' and the demo's loop library: start the simulator, the controller and a demo node as
+processes, record the loop from its topics and /diagnostics, stop them, and return what was
+recorded. The figures made of it are in metrics.py, the plots in plots.py."""
+
+import contextlib
+import os
+import time
+
+import numpy as np
+
+from . import processes
+
+
+CONTROLLER_NODE = "computed_torque_controller"
+
+
+def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
+                controller_params=None, simulator_params=None, timeout=300.0,
+                controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None,
+                model_params=None):
+    """Run simulator + controller + demo trajectory; return the recording and exit codes.
+
+    controller_first: seconds the controller runs alone before the simulator starts.
+    simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
+    processes started after the simulator (fault injectors, load); demo_params: parameters of
+    trajectory_demo; model_params: every node's (tip_link, joints).
+    Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
+    start), error (k, n), reference (k, n), position (k, n),
+    effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
+    ticks_before_simulator (controller outputs seen while it ran alone).
+    """
+    import rclpy
+
+    from .recorder import Recorder
+
+    urdf, arm_configs = processes.arm_files(arm)
+    common = {"urdf_file": str(urdf), **(model_params or {})}
+    sim_params = {**common, **(simulator_params or {})}
+    ctl_params = {**common, "use_sim_time": True, **(controller_params or {})}
+    if mode:
+        ctl_params["mode"] = mode
+    demo_params = {**common, "use_sim_time": True, "duration": float(duration),
+                   **(demo_params or {})}
+    if domain_id is not None:
+        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+    rclpy.init()
+    recorder = Recorder()
+    env = processes.loop_env()
+    nodes = []
+    ticks_alone = 0
+    try:
+        nodes.append(processes.NodeProcess(
+            "computed_torque_controller", [processes.config("controller"), *arm_configs], ctl_params,
+            log_dir=log_dir, env=env))
+        if controller_first:
+            time.sleep(controller_first)
+            _check_alive(nodes)
+            ticks_alone = len(recorder.series("errors")[0])
+        nodes.append(processes.NodeProcess(
+            "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
+            remaps=simulator_remaps, log_dir=log_dir, env=env))
+        for name, argv in helpers:
+            nodes.append(processes.NodeProcess(name, log_dir=log_dir, env=env, argv=argv))
+        # the recorder hears the controller's ticks (it holds before any trajectory) before the
+        # trajectory is sent: its subscriptions can match seconds after the controller starts
+        # (up to 6 s seen, on an idle machine too), and a volatile topic replays nothing missed
+        _wait_for(lambda: _latest(recorder) > -np.inf, nodes, timeout,
+                  "the recorder heard no tick on both ~/error and ~/reference")
+        nodes.append(processes.NodeProcess(
+            "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params, log_dir=log_dir,
+            env=env))
+        # from the controller's own word (its /diagnostics): the recorder may miss the first
+        # moving samples (92 ms of them seen), and the error along the trajectory changes
+        # 100-fold within a second, so a start read off the recording would shift every window
+        _wait_for(lambda: "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE), nodes,
+                  timeout, "no trajectory started")
+        start = node_status(recorder, CONTROLLER_NODE)["trajectory_start_s"]
+        # synchronous, a loaded machine slows simulated time down (a real-time factor of 0.15
+        # with two CPU hogs beside the test suite): the deadline only catches a stopped loop
+        deadline = time.monotonic() + duration * 10 + 60
+        while _latest(recorder) < start + duration and time.monotonic() < deadline:
+            _check_alive(nodes)
+            time.sleep(0.1)
+        if _latest(recorder) < start + duration:
+            raise TimeoutError(f"the loop did not reach the trajectory's end (t = "
+                               f"{start + duration:.3f} s) within {duration * 10 + 60:g} s; "
+                               f"logs in {log_dir}")
+        # the goal's result, which comes as the trajectory ends (none for a topic trajectory)
+        if node_status(recorder, "trajectory_demo").get("interface") == "action":
+            with contextlib.suppress(TimeoutError):
+                _wait_for(lambda: "result" in node_status(recorder, "trajectory_demo"), nodes,
+                          10.0, "no goal result")
+    finally:
+        # last started, first stopped: the simulator goes before the controller, so it does not
+        # count the states a stopped controller leaves unanswered
+        codes = {node.name: node.stop() for node in reversed(nodes)}
+        logs = {node.name: node.log() for node in nodes}
+        recorder.close()
+        rclpy.try_shutdown()
+    t, e, q_d, tau = _paired(recorder)
+    window = (t >= start) & (t <= start + duration)
+    return {"joint_names": recorder.joint_names, "start": start, "t": t[window] - start,
+            "error": e[window], "reference": q_d[window],
+            "position": q_d[window] - e[window], "effort": tau[window],
+            "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
+            "diagnostics": dict(recorder.diagnostics)}
+
+
+def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_params=None,
+                   demo_params=None, timeout=120.0, model_params=None):
+    """Simulator + controller in cartesian_impedance + cartesian_demo; returns the recording:
+    the poses, the target poses, the simulator's joint states, the demo's phase times (sim s),
+    exit codes, logs and /diagnostics."""
+    import rclpy
+
+    from .recorder import Recorder
+
+    urdf, arm_configs = processes.arm_files(arm)
+    common = {"urdf_file": str(urdf), **(model_params or {})}
+    if domain_id is not None:
+        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+    rclpy.init()
+    recorder = Recorder(cartesian=True)
+    env = processes.loop_env()
+    nodes = []
+    try:
+        nodes.append(processes.NodeProcess(
+            "dynamics_simulator", [processes.config("simulator"), *arm_configs], common,
+            log_dir=log_dir, env=env))
+        nodes.append(processes.NodeProcess(
+            "computed_torque_controller", [processes.config("controller"), *arm_configs],
+            {**common, "use_sim_time": True, "mode": "cartesian_impedance",
+             **(controller_params or {})}, log_dir=log_dir, env=env))
+        _wait_for(lambda: recorder.pose_series("current_pose")[0].size, nodes, timeout,
+                  "no ~/current_pose")  # recording before the demo starts, as closed_loop
+        nodes.append(processes.NodeProcess(
+            "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
+            log_dir=log_dir, env=env))
+        demo = lambda: node_status(recorder, "cartesian_demo")  # noqa: E731
+        _wait_for(lambda: demo().get("message") == "done", nodes, timeout, "cartesian_demo not done")
+        time.sleep(0.5)  # the last poses and a /diagnostics
+    finally:
+        codes = {node.name: node.stop() for node in reversed(nodes)}
+        logs = {node.name: node.log() for node in nodes}
+        recorder.close()
+        rclpy.try_shutdown()
+    phases = {key[:-2]: value for key, value in demo().items() if key.endswith("_s")}
+    t, q, _, effort = recorder.series("states")
+    return {"pose": recorder.pose_series("current_pose"),
+            "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
+            "phases": phases, "exit_codes": codes, "logs": logs,
+            "diagnostics": dict(recorder.diagnostics)}
+
+
+def _paired(recorder):
+    """(t, error, reference, effort) of the ticks both ~/error and ~/reference were recorded
+    on, by stamp: a starved recorder misses stretches of each, not the same ones."""
+    t, e, _, _ = recorder.series("errors")
+    tr, q_d, _, tau = recorder.series("references")
+    t, i, k = np.intersect1d(t, tr, return_indices=True)
+    return t, e[i], q_d[k], tau[k]
+
+
+def _latest(recorder):
+    """The newest tick recorded on both topics (the run ends when it reaches the end)."""
+    t = _paired(recorder)[0]
+    return t[-1] if t.size else -np.inf
+
+
+def _check_alive(nodes):
+    """RuntimeError for a node that exited: its code and the last line it said, then its log."""
+    for node in nodes:
+        if not node.running():
+            log = node.log()
+            last = next((line for line in reversed(log.splitlines()) if line.strip()), "")
+            raise RuntimeError(f"{node.name} exited with code {node.proc.returncode}: {last}\n"
+                               f"{log[-2000:]}")
+
+
+def _wait_for(found, nodes, timeout, what):
+    """found()'s first true value, polled while the nodes live; TimeoutError says what."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _check_alive(nodes)
+        value = found()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} within {timeout} s; logs in {nodes[0].log_path.parent}")
+
+
+def node_status(recorder, node):
+    """A node's newest /diagnostics status as the recorder heard it: its values, and its
+    message under "message" ({} before any)."""
+    with recorder.lock:
+        return dict(recorder.diagnostics.get(node, {}))
