@@ -5,7 +5,8 @@
 A restructuring that keeps the numbers must keep them to the last bit. This computes the
 outputs of the dynamics, kinematics, control laws and the simulator on every arm of
 example-robot-data that loads with its defaults, the trees of test_trees.py, random chains and
-random trees, once with the package of REV (checked out into a temporary worktree) and once
+random trees, and the controller's commands over 300 ticks in each mode on some of them,
+once with the package of REV (checked out into a temporary worktree) and once
 with this tree's, in separate processes, and compares each array with np.array_equal. It prints
 how many arrays it compared and names every one that differs; it exits 1 if any does.
 Only public names are called, so the two revisions may differ in everything private.
@@ -129,12 +130,55 @@ def outputs(chain, rng):
     return out
 
 
+def ticks(chain, rng):
+    """{key: array} of the controller core's commands over 300 ticks in each mode, with a goal
+    in the joint modes and a target move in cartesian_impedance, on states of a simulated arm:
+    the whole tick, not the laws alone."""
+    from conftest import table_values
+
+    from dyn_control import controller_core, kinematics
+    from dyn_control.goals import Request
+    from dyn_control.parameters import CONTROLLER
+    from dyn_control.simulation import Simulation, default_initial_positions
+
+    out = {}
+    for mode in ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance"):
+        settings = controller_core.controller_settings(chain, table_values(CONTROLLER, mode=mode))
+        try:
+            core = controller_core.ControllerCore(settings)
+        except TypeError:  # before the model and its payload became one
+            core = controller_core.ControllerCore(chain, settings)
+        q0 = default_initial_positions(chain)
+        sim = Simulation(chain, q0, integrator="rk4")
+        taus = []
+        for k in range(300):
+            t = k * 1e-3
+            if k == 5 and mode != "cartesian_impedance":
+                core.offer(Request(tuple(chain.joint_names), t,
+                                   ((0.2, q0 + 0.05, (), ()),)))
+            if k == 5 and mode == "cartesian_impedance":
+                R, p = kinematics.frame_pose(chain, sim.q)
+                try:
+                    core.set_target_pose(R, p + 0.01)
+                except ValueError:
+                    pass
+            command = core.update(t, (t, sim.q.copy(), sim.qd.copy()))
+            tau = np.zeros(chain.n) if command is None else command.tau
+            taus.append(tau)
+            sim.step(tau)
+        out[f"ticks_{mode}"] = np.array(taus)
+    return out
+
+
 def save(path):
     arrays = {}
     for k, (name, chain, _) in enumerate(models()):
         rng = np.random.default_rng(k)
         for key, value in outputs(chain, rng).items():
             arrays[f"{name}:{key}"] = np.asarray(value)
+        if name in ("default_arm", "two_link", "dual_arm", "random_tree_3") or k % 5 == 0:
+            for key, value in ticks(chain, rng).items():
+                arrays[f"{name}:{key}"] = np.asarray(value)
     np.savez(path, **arrays)
 
 

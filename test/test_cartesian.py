@@ -8,6 +8,8 @@ The dynamically consistent projector moves no task coordinate (bound 1e-4 m). Bo
 stated at each test with what was measured.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -31,7 +33,7 @@ def chain():
 
 
 def make_core(chain, **overrides):
-    return ControllerCore(chain, controller_settings(
+    return ControllerCore(controller_settings(
         chain, table_values(CONTROLLER, **{"mode": "cartesian_impedance", **overrides})))
 
 
@@ -185,7 +187,7 @@ def test_switching_modes_while_moving_steps_the_torque_only_by_the_new_law(chain
     loop.run(0.8)
     q, qd = loop.sim.q.copy(), loop.sim.qd.copy()
     before = loop.commands[-1].tau
-    settings = dict(loop.core.settings, mode="cartesian_impedance")
+    settings = replace(loop.core.settings, mode="cartesian_impedance")
     loop.core.configure(settings)
     loop.run(0.001)
     R, p = kinematics.frame_pose(chain, q)
@@ -196,7 +198,7 @@ def test_switching_modes_while_moving_steps_the_torque_only_by_the_new_law(chain
           f"{np.abs(qd).max():.2f} rad/s")
     loop.run(0.3)
     q, qd = loop.sim.q.copy(), loop.sim.qd.copy()
-    loop.core.configure(dict(loop.core.settings, mode="computed_torque"))
+    loop.core.configure(replace(loop.core.settings, mode="computed_torque"))
     loop.run(0.001)
     zero = np.zeros(7)  # the hold of the measured position: q_d = q, at rest
     np.testing.assert_allclose(loop.commands[-1].tau, loop.core.law(q, qd, q, zero, zero)[0],
@@ -243,7 +245,7 @@ def test_every_arm_holds_its_pose_and_reaches_a_2_cm_offset(rel, operational_spa
 
 def test_a_stiffness_the_period_cannot_hold_is_refused_at_run_time_and_not_entered_at_start(chain):
     # Reference: the sampled loop's bound for the stiffest mode, w T < 1 (control.py,
-    # controller_core._too_stiff), w from CartesianLaw.fastest_mode at the pose.
+    # stages.target.too_stiff), w from CartesianLaw.fastest_mode at the pose.
     core = make_core(chain)
     core.update(0.0, (0.0, Q0, np.zeros(7)))  # in the mode, holding the pose it found
     value = table_values(CONTROLLER, mode="cartesian_impedance", cartesian_stiffness=[1e7] * 6)
@@ -253,11 +255,11 @@ def test_a_stiffness_the_period_cannot_hold_is_refused_at_run_time_and_not_enter
     with pytest.raises(ValueError, match=r"cartesian_stiffness: the stiffest mode .* rad/s, beyond "
                                          r"1/control_period \(1000 rad/s\)"):
         core.configure(stiff)
-    assert core.settings is before and core.refused is None  # nothing changed
+    assert core.settings is before and core.target.refused is None  # nothing changed
     # given before any state (at start-up), the mode is not entered: the joints hold
-    core = ControllerCore(chain, stiff)
+    core = ControllerCore(stiff)
     command = core.update(0.0, (0.0, Q0, np.zeros(7)))
-    assert core.task is None and core.refused.startswith("cartesian_impedance not entered")
+    assert core.target.task is None and core.target.refused.startswith("cartesian_impedance not entered")
     np.testing.assert_array_equal(command.desired[0], Q0)  # the joint hold of the first state
     level, message, _ = core.diagnostics()
     assert level == "WARN" and message.startswith("holding: cartesian_impedance not entered")

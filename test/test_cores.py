@@ -26,7 +26,7 @@ defaults = table_values
 
 
 def controller(chain, **overrides):
-    return ControllerCore(chain, controller_settings(chain, defaults(CONTROLLER, **overrides)))
+    return ControllerCore(controller_settings(chain, defaults(CONTROLLER, **overrides)))
 
 
 def test_controller_holds_the_first_state_then_tracks_a_goal(chain):
@@ -44,30 +44,30 @@ def test_controller_holds_the_first_state_then_tracks_a_goal(chain):
 def test_controller_goal_before_the_first_state_waits_for_it(chain):
     core = controller(chain)
     core.offer(Request(NAMES, 0.0, ((1.0, Q + 0.1, (), ()),)))
-    assert core.trajectory is None and core.pending is not None
+    assert core.goals.trajectory is None and core.goals.pending is not None
     core.update(0.0, (5.0, Q, ZERO))
-    assert core.trajectory.start_time == 5.0 and core.pending is None
+    assert core.goals.trajectory.start_time == 5.0 and core.goals.pending is None
 
 
 def test_controller_state_timeout_holds_then_recovers_without_a_jump(chain):
     core = controller(chain)
     core.update(0.0, (1.0, Q, ZERO))
-    assert core.update(0.1) is None and not core.stale  # silent for exactly state_timeout: fine
+    assert core.update(0.1) is None and not core.watchdog.stale  # silent for exactly state_timeout: fine
     hold = core.update(0.15)
-    assert core.stale and hold.desired is None
+    assert core.watchdog.stale and hold.desired is None
     np.testing.assert_allclose(hold.tau, gravity_torques(chain, Q), atol=1e-12)
     assert core.update(0.16).tau is not None  # keeps holding
     events = [text for _, text, _ in core.drain()]
     assert sum("no good joint state" in text for text in events) == 1  # warned once
     back = core.update(0.2, (1.2, Q, ZERO))
-    assert not core.stale
+    assert not core.watchdog.stale
     np.testing.assert_allclose(back.tau, hold.tau, atol=1e-9)  # at rest: the holding torque
 
 
 def test_controller_state_timeout_stop_sends_nothing(chain):
     core = controller(chain, on_state_timeout="stop")
     core.update(0.0, (1.0, Q, ZERO))
-    assert core.update(0.2) is None and core.stale
+    assert core.update(0.2) is None and core.watchdog.stale
 
 
 def test_controller_rate_limit_and_timer_ticks(chain):
@@ -130,5 +130,5 @@ def test_controller_holds_even_before_its_first_timer_tick(chain):
     core = controller(chain, rate=5.0)
     assert core.update(0.0, (1.0, Q, ZERO)) is None
     hold = core.update(0.2)
-    assert core.stale and hold.t == pytest.approx(1.0 + core.watchdog_period)
+    assert core.watchdog.stale and hold.t == pytest.approx(1.0 + core.watchdog.period)
     np.testing.assert_allclose(hold.tau, gravity_torques(chain, Q), atol=1e-12)

@@ -50,10 +50,10 @@ def _pose_error(chain, q, link, target):
 def test_an_offset_decays_without_saturating(rel, mode):
     chain = load_arm(rel)
     dt = table_values(CONTROLLER)("control_period")
-    core = ControllerCore(chain, controller_settings(chain, table_values(CONTROLLER, mode=mode)))
+    core = ControllerCore(controller_settings(chain, table_values(CONTROLLER, mode=mode)))
     q0 = bent_pose(chain)
     core.update(0.0, (0.0, q0, np.zeros(chain.n)))  # the reference: hold q0 (or its pose)
-    link = core.settings["cartesian"]["ee_link"][0]
+    link = core.settings.cartesian.ee_link[0]
     target = kinematics.frame_pose(chain, q0, link)
     sim = Simulation(chain, _offset_start(chain, q0), dt, effort_limits(chain))
     start_error = _pose_error(chain, sim.q, link, target)
@@ -63,11 +63,11 @@ def test_an_offset_decays_without_saturating(rel, mode):
         saturated += at_limit(command.tau * drivable, core.limits)
         sim.step(command.tau)
     assert saturated == 0, f"{saturated} saturated ticks"
-    if mode == "cartesian_impedance" and core.refused is None:  # back to its target pose
+    if mode == "cartesian_impedance" and core.target.refused is None:  # back to its target pose
         end_error = _pose_error(chain, sim.q, link, target)
         assert end_error < start_error / 4, (start_error, end_error)
     else:
         assert np.abs(sim.q - q0).max() < OFFSET / 4, sim.q - q0
-    if core.refused is not None:  # one line naming the stiffness and the limit
-        assert "cartesian_stiffness" in core.refused and "1/control_period" in core.refused
+    if core.target.refused is not None:  # one line naming the stiffness and the limit
+        assert "cartesian_stiffness" in core.target.refused and "1/control_period" in core.target.refused
     assert np.abs(sim.qd).max() < 0.1  # settled, not swinging through

@@ -30,7 +30,7 @@ def settings(chain, **overrides):
 
 
 def core_at(chain, q=Q, t=1.0, **overrides):
-    core = ControllerCore(chain, settings(chain, **overrides))
+    core = ControllerCore(settings(chain, **overrides))
     core.update(0.0, (t, q, ZERO))
     return core
 
@@ -75,7 +75,7 @@ def test_refusals_carry_jtc_codes_and_the_running_goal_goes_on(chain):
     for req, code, named in cases:
         got_code, reason = refused(core, req)
         assert got_code == code and named in reason, (code, got_code, reason)
-        assert core.goal is running and running.status == "active"
+        assert core.goals.goal is running and running.status == "active"
     events = " ".join(text for _, text, _ in core.drain())
     assert "trajectory refused: trajectory names unknown joint 'elbow' (INVALID_JOINTS)" in events
 
@@ -94,7 +94,7 @@ def test_partial_goals_and_moving_ends_when_allowed(chain):
     goal = core.offer(request([0.7], names=("joint2",), velocities=[[0.1]]))
     assert goal.status == "active"
     # the joints left out hold their current desired position (here the held start, Q)
-    np.testing.assert_allclose(core.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
+    np.testing.assert_allclose(core.goals.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
 
 
 # ------------------------------------------------------------------ tolerances, JTC's rules
@@ -156,7 +156,7 @@ def test_a_moveit_style_goal_succeeds_at_its_end_and_holds_its_last_point(chain)
     assert goal.status == "active"
     run(core, lambda t: Q, 2.0, 2.01)
     assert goal.outcome == "succeeded" and goal.code == goals.SUCCESSFUL
-    np.testing.assert_array_equal(core.trajectory.sample(10.0)[0], Q + 0.1)  # the last point
+    np.testing.assert_array_equal(core.goals.trajectory.sample(10.0)[0], Q + 0.1)  # the last point
 
 
 def test_a_path_violation_aborts_and_holds_the_measured_position(chain):
@@ -169,7 +169,7 @@ def test_a_path_violation_aborts_and_holds_the_measured_position(chain):
     # the command of the aborting tick is already the hold: the measured position, at rest
     np.testing.assert_allclose(command.desired[0], stuck)
     np.testing.assert_allclose(command.tau, gravity_torques(chain, stuck), atol=1e-9)
-    assert core.goal is None
+    assert core.goals.goal is None
 
 
 def test_the_goal_time_limit_aborts_with_goal_tolerance_violated(chain):
@@ -182,7 +182,7 @@ def test_the_goal_time_limit_aborts_with_goal_tolerance_violated(chain):
     assert goal.code == goals.GOAL_TOLERANCE_VIOLATED
     assert "joint 'joint1' position error" not in goal.reason  # joint1 has no goal tolerance
     assert "joint 'joint2' position error 0.05" in goal.reason and "goal_time 0.5 s" in goal.reason
-    np.testing.assert_allclose(core.trajectory.sample(9.0)[0], short)  # holds where it is
+    np.testing.assert_allclose(core.goals.trajectory.sample(9.0)[0], short)  # holds where it is
 
 
 def test_without_goal_time_the_goal_waits_for_its_tolerance(chain):
@@ -200,7 +200,7 @@ def test_a_goals_own_tolerances_apply_and_the_defaults_stay(chain):
     goal = core.offer(request(Q + 0.1, path_tolerance=(("joint3", -1.0, 0.0, 0.0),)))
     run(core, lambda t: Q, 1.001, 2.01)
     assert goal.outcome == "succeeded"
-    assert core.settings["tolerances"].path[2, 0] == 0.01
+    assert core.settings.goals.tolerances.path[2, 0] == 0.01
 
 
 def test_preemption_by_a_new_goal_or_a_topic_trajectory_ends_the_old_one(chain):
@@ -211,7 +211,7 @@ def test_preemption_by_a_new_goal_or_a_topic_trajectory_ends_the_old_one(chain):
     assert "preempted by a new goal from the action" in first.reason
     third = core.offer(request(Q, times=(2.0,)))  # the topic's
     assert second.code == goals.INVALID_GOAL and "from the topic" in second.reason
-    assert core.goal is third
+    assert core.goals.goal is third
 
 
 def test_cancel_holds_where_the_arm_is(chain):
@@ -219,7 +219,7 @@ def test_cancel_holds_where_the_arm_is(chain):
     goal = core.offer(request(Q + 0.2, times=(2.0,)))
     run(core, lambda t: Q + 0.01, 1.001, 1.5)
     assert core.cancel(goal) and goal.outcome == "canceled" and goal.code == goals.SUCCESSFUL
-    np.testing.assert_allclose(core.trajectory.sample(1.6)[0], Q + 0.01)  # measured, not desired
+    np.testing.assert_allclose(core.goals.trajectory.sample(1.6)[0], Q + 0.01)  # measured, not desired
     assert not core.cancel(goal)  # nothing left to cancel
 
 
@@ -229,16 +229,16 @@ def test_start_state_measured_by_default_desired_when_asked(chain):
         core = core_at(chain, interpolate_from_desired_state=from_desired)
         core.update(0.0, (1.5, sag, ZERO))
         core.offer(request(sag + 0.1))
-        np.testing.assert_allclose(core.trajectory.sample(1.5)[0], start)
+        np.testing.assert_allclose(core.goals.trajectory.sample(1.5)[0], start)
 
 
 def test_a_goal_before_the_first_state_is_kept_and_a_newer_one_replaces_it(chain):
-    core = ControllerCore(chain, settings(chain))
+    core = ControllerCore(settings(chain))
     first = core.offer(request(Q + 0.1))
     second = core.offer(request(Q + 0.2))
     assert first.code == goals.INVALID_GOAL and second.status == "pending"
     core.update(0.0, (5.0, Q, ZERO))
-    assert second.status == "active" and core.trajectory.start_time == 5.0
+    assert second.status == "active" and core.goals.trajectory.start_time == 5.0
 
 
 def test_a_state_timeout_aborts_the_goal(chain):

@@ -68,7 +68,7 @@ def make_controller(**params):
 
 def expected_command(node, t, q, qd):
     """Reference: the node's law on its trajectory at t, as a tick computes it (no tick)."""
-    return node.core.law(q, qd, *node.core.trajectory.sample(t))[0]
+    return node.core.law(q, qd, *node.core.goals.trajectory.sample(t))[0]
 
 
 def state_msg(t, names, q, qd=None):
@@ -92,7 +92,7 @@ def trajectory_msg(names, times, positions, velocities=None, accelerations=None,
 def test_parameters_come_from_config_yaml():
     node, *_ = make_controller()
     try:
-        assert node.core.settings["mode"] == "computed_torque"
+        assert node.core.settings.mode == "computed_torque"
         np.testing.assert_array_equal(node.core.law.kp, np.full(7, 400.0))
         np.testing.assert_array_equal(node.core.law.kd, np.full(7, 40.0))  # 2 sqrt(kp), critical
         np.testing.assert_array_equal(node.core.limits, [176, 176, 110, 110, 110, 40, 40])
@@ -123,7 +123,7 @@ def test_joints_parameter_sets_the_command_order():
     node, effort, *_ = make_controller(joints=order)
     try:
         node.on_joint_state(state_msg(0.5, NAMES, Q))
-        tau = node.core.command  # chain order
+        tau = node.core.output.command  # chain order
         np.testing.assert_allclose(effort.messages[-1].data,
                                    [tau[NAMES.index(j)] for j in order], atol=1e-12)
     finally:
@@ -140,7 +140,7 @@ def test_trajectory_interpolation_at_known_times(kind):
         vel = np.full((1, 7), 0.1) if kind != "linear" else None
         acc = np.full((1, 7), -0.3) if kind == "quintic" else None
         node.on_trajectory(trajectory_msg(NAMES, [1.0], [goal], vel, acc))  # stamp 0: t = 2
-        assert node.core.trajectory.kind == kind
+        assert node.core.goals.trajectory.kind == kind
 
         def reference_at(t):
             node.on_joint_state(state_msg(t, NAMES, Q))
@@ -183,9 +183,9 @@ def test_trajectory_before_the_first_state_starts_with_it():
     node, _, reference, _ = make_controller()
     try:
         node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
-        assert node.core.trajectory is None
+        assert node.core.goals.trajectory is None
         node.on_joint_state(state_msg(5.0, NAMES, Q))  # starts now, from here
-        assert node.core.trajectory.kind == "linear" and node.core.trajectory.start_time == 5.0
+        assert node.core.goals.trajectory.kind == "linear" and node.core.goals.trajectory.start_time == 5.0
         node.on_joint_state(state_msg(6.0, NAMES, Q))
         np.testing.assert_allclose(reference.messages[-1].position, Q + 0.1, atol=1e-12)
     finally:
@@ -213,7 +213,7 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
                                     ("urdf_file", "/x.urdf", "cannot change while the node runs")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason
-        assert node.core.settings["mode"] == "gravity_pd" and node.core.law.kp[0] == 100.0
+        assert node.core.settings.mode == "gravity_pd" and node.core.law.kp[0] == 100.0
         assert node.set_parameters([Parameter("effort_limits", value=50.0)])[0].successful
         np.testing.assert_array_equal(node.core.limits, np.full(7, 50.0))  # a scalar: every joint
         assert node.set_parameters([Parameter("control_period", value=0.002)])[0].successful
@@ -275,19 +275,19 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
                     JointState(name=NAMES, position=[0.0] * 6)):
             node.on_joint_state(bad)
         assert len(effort.messages) == sent
-        running = node.core.trajectory
+        running = node.core.goals.trajectory
         for bad in (trajectory_msg(["joint1", "elbow"], [1.0], [[0.0, 0.0]]),
                     trajectory_msg(NAMES, [1.0, 1.0], [Q, Q]),
                     trajectory_msg(NAMES, [1.0], [Q + 10.0])):
             node.on_trajectory(bad)
-            assert node.core.trajectory is running
+            assert node.core.goals.trajectory is running
         partial = trajectory_msg(["joint2"], [1.0], [[0.7]])
         node.on_trajectory(partial)  # refused by default (allow_partial_joints_goal), as JTC
-        assert node.core.trajectory is running
+        assert node.core.goals.trajectory is running
         assert node.set_parameters([Parameter("allow_partial_joints_goal", value=True)])[0].successful
         node.on_trajectory(partial)  # now accepted: the other joints hold
-        assert node.core.trajectory is not running
-        np.testing.assert_allclose(node.core.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
+        assert node.core.goals.trajectory is not running
+        np.testing.assert_allclose(node.core.goals.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
     finally:
         node.destroy_node()
 
@@ -469,7 +469,7 @@ def test_bad_configuration_stops_the_node_with_one_line(params, named):
 def go_stale(node, q):
     """A good state, then silence longer than state_timeout, then one watchdog tick."""
     node.on_joint_state(state_msg(1.0, NAMES, q))
-    node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.05)
+    node.on_watchdog(node.core.watchdog.last_seen + node.core.watchdog.timeout + 0.05)
 
 
 def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump():
@@ -477,18 +477,18 @@ def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump()
     node, effort, *_ = make_controller()
     try:
         go_stale(node, Q)
-        assert node.core.stale
-        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.core.chain, Q),
+        assert node.core.watchdog.stale
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q),
                                    atol=1e-12)
         sent = len(effort.messages)
-        node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.06)  # keeps holding
+        node.on_watchdog(node.core.watchdog.last_seen + node.core.watchdog.timeout + 0.06)  # keeps holding
         assert len(effort.messages) == sent + 1
         held = np.array(effort.messages[-1].data)
         node.on_joint_state(state_msg(1.5, NAMES, Q))  # states are back, arm where it was
-        assert not node.core.stale
+        assert not node.core.watchdog.stale
         # the first command after recovery equals the holding torque (at rest): no jump
         np.testing.assert_allclose(effort.messages[-1].data, held, atol=1e-9)
-        np.testing.assert_allclose(node.core.trajectory.sample(10.0)[0], Q)  # holds where it is
+        np.testing.assert_allclose(node.core.goals.trajectory.sample(10.0)[0], Q)  # holds where it is
     finally:
         node.destroy_node()
 
@@ -498,8 +498,8 @@ def test_state_timeout_stop_publishes_nothing():
     try:
         go_stale(node, Q)
         sent = len(effort.messages)
-        node.on_watchdog(node.core.last_seen + node.core.state_timeout + 0.06)
-        assert node.core.stale and len(effort.messages) == sent
+        node.on_watchdog(node.core.watchdog.last_seen + node.core.watchdog.timeout + 0.06)
+        assert node.core.watchdog.stale and len(effort.messages) == sent
     finally:
         node.destroy_node()
 
@@ -509,8 +509,8 @@ def test_bad_states_keep_the_last_command_at_most_state_timeout():
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))
         node.on_joint_state(state_msg(1.001, NAMES, Q * np.nan))  # bad: does not refresh
-        node.on_watchdog(node.core.last_seen + 0.2)
-        assert node.core.stale  # the bad state did not count as a state
+        node.on_watchdog(node.core.watchdog.last_seen + 0.2)
+        assert node.core.watchdog.stale  # the bad state did not count as a state
     finally:
         node.destroy_node()
 
@@ -628,12 +628,12 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
     node, effort, *_ = make_controller()
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))  # at rest on target: tau = g(q)
-        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.core.chain, Q), atol=1e-9)
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q), atol=1e-9)
         assert node.set_parameters([Parameter("payload_mass", value=2),  # an integer works too
                                     Parameter("payload_com", value=[0.0, 0.0, 0.1])])[0].successful
         node.on_joint_state(state_msg(1.001, NAMES, Q))
         # the next tick holds with the loaded model: reference, g(q) of with_payload (static)
-        heavy = node.core.chain.with_payload(2.0, (0.0, 0.0, 0.1))
+        heavy = node.chain.with_payload(2.0, (0.0, 0.0, 0.1))
         np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(heavy, Q), atol=1e-9)
         model = node.core.model
         for name, value, reason in (
@@ -648,7 +648,7 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
             assert not result.successful and reason in result.reason, result.reason
             assert node.core.model is model  # the old payload stays
         assert node.set_parameters([Parameter("payload_mass", value=0.0)])[0].successful
-        np.testing.assert_array_equal(node.core.model.mass, node.core.chain.mass)  # mass 0: no payload
+        np.testing.assert_array_equal(node.core.model.mass, node.chain.mass)  # mass 0: no payload
     finally:
         node.destroy_node()
 
@@ -691,21 +691,21 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
     node, effort, *_ = make_controller()
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))
-        holding = node.core.trajectory
+        holding = node.core.goals.trajectory
         too_fast = Q + np.where(np.arange(7) == 1, 1.0, 0.0)  # joint2 by 1 rad in 0.2 s
         node.on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
-        assert node.core.trajectory is holding
+        assert node.core.goals.trajectory is holding
         err = capfd.readouterr().err
         assert "trajectory refused: joint 'joint2' needs torque" in err and "limit 176 N m" in err, err
         node.on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
         np.testing.assert_allclose(node.reference_msg.msg.position, Q, atol=1e-12)
         feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
         node.on_trajectory(feasible)
-        assert node.core.trajectory is not holding and node.core.trajectory.kind == "quintic"
+        assert node.core.goals.trajectory is not holding and node.core.goals.trajectory.kind == "quintic"
         assert node.set_parameters([Parameter("trajectory_check", value="warn")])[0].successful
-        running = node.core.trajectory
+        running = node.core.goals.trajectory
         node.on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
-        assert node.core.trajectory is not running  # warn: accepted, and said
+        assert node.core.goals.trajectory is not running  # warn: accepted, and said
         assert "trajectory beyond the arm's limits: joint" in capfd.readouterr().err
         result = node.set_parameters([Parameter("trajectory_check", value="never")])[0]
         assert not result.successful and "'never'" in result.reason
@@ -734,15 +734,15 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
     poses = Captured(node.current_pose_pubs[0])
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))  # enters the mode: the target is here
-        R, p = kinematics.frame_pose(node.core.chain, Q)
-        np.testing.assert_allclose(node.core.task.target[1], p, atol=1e-12)
+        R, p = kinematics.frame_pose(node.chain, Q)
+        np.testing.assert_allclose(node.core.target.task.target[1], p, atol=1e-12)
         assert poses.messages and poses.messages[-1].header.frame_id == "base_link"
         np.testing.assert_allclose([poses.messages[-1].pose.position.x,
                                     poses.messages[-1].pose.position.y,
                                     poses.messages[-1].pose.position.z], p, atol=1e-12)
         node.on_target_pose(pose_msg(R, p + [0.02, 0.0, 0.0]))
-        np.testing.assert_allclose(node.core.task.target[1], p + [0.02, 0.0, 0.0])
-        good = node.core.task.target
+        np.testing.assert_allclose(node.core.target.task.target[1], p + [0.02, 0.0, 0.0])
+        good = node.core.target.task.target
         for bad, reason in ((pose_msg(R, [np.nan, 0, 0]), "target_pose position has a non-finite"),
                             (pose_msg(R, p, quaternion=(0, 0, 0, 0)), r"not a unit quaternion \(norm 0\)"),
                             (pose_msg(R, p, quaternion=(0, 0, 0, 1.2)), r"not a unit quaternion \(norm 1.2\)"),
@@ -750,17 +750,17 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
             with pytest.raises(messages.BadMessage, match=reason):
                 messages.read_pose(bad, "base_link")
             node.on_target_pose(bad)  # (logged, throttled to one line a second)
-            assert node.core.task.target is good  # the last good target stays
+            assert node.core.target.task.target is good  # the last good target stays
         assert "target_pose position has a non-finite" in capfd.readouterr().err
         wrench = WrenchStamped()
         wrench.wrench.force.x = 3.0
         node.on_target_wrench(wrench)
-        np.testing.assert_array_equal(node.core.task.wrench, [3.0, 0, 0, 0, 0, 0])
+        np.testing.assert_array_equal(node.core.target.task.wrench, [3.0, 0, 0, 0, 0, 0])
         node.on_target_joint(JointState(name=["joint4"], position=[-1.0]))
-        assert node.core.task.posture[3] == -1.0 and node.core.task.posture[0] == Q[0]
+        assert node.core.target.task.posture[3] == -1.0 and node.core.target.task.posture[0] == Q[0]
         node.on_target_joint(JointState(name=["elbow"], position=[0.0]))
         assert "target_joint names unknown joint 'elbow'" in capfd.readouterr().err
-        assert node.core.task.posture[3] == -1.0
+        assert node.core.target.task.posture[3] == -1.0
         for name, value, reason in (("cartesian_stiffness", [-1.0] * 6, "cartesian_stiffness must be finite and >= 0"),
                                     ("cartesian_stiffness", [1.0] * 5, "cartesian_stiffness must be a scalar or 6"),
                                     ("ee_link", "nowhere", "ee_link 'nowhere' is not a link the chain moves"),
@@ -872,7 +872,7 @@ def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on
         _, _, values = node.status()
         assert values["clock_offset_s"] == pytest.approx(node.clock_offset, abs=1e-3)
         node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.05]))  # stamp 0: start now
-        assert node.core.started == pytest.approx((0.5, 1.5))  # the states' time, not the wall's
+        assert node.core.goals.started == pytest.approx((0.5, 1.5))  # the states' time, not the wall's
         node.on_joint_state(state_msg(1.0, NAMES, Q))
         np.testing.assert_allclose(node.core.last.desired[0], Q + 0.025, atol=1e-12)  # it moves
     finally:

@@ -34,7 +34,7 @@ def tree():
 class Loop:
     def __init__(self, chain, **overrides):
         self.chain = chain
-        self.core = ControllerCore(chain, controller_settings(chain, table_values(
+        self.core = ControllerCore(controller_settings(chain, table_values(
             CONTROLLER, **{"mode": "cartesian_impedance", "ee_links": HANDS, **overrides})))
         self.sim = Simulation(chain, Q0, DT, effort_limits(chain))
 

@@ -96,10 +96,10 @@ class ComputedTorqueController(Node):
         chain, self.order = build_chain(self, source)
         declare_parameters(self, CONTROLLER.for_joints(chain.joint_names))  # constraints.<joint>
         try:
-            core = ControllerCore(chain, controller_settings(chain, parameter_reader(self), self.order))
+            core = ControllerCore(controller_settings(chain, parameter_reader(self), self.order))
         except ValueError as err:
             raise StartupError(f"parameter {err}") from err
-        self.names = [chain.joint_names[i] for i in self.order]
+        self.chain, self.names = chain, [chain.joint_names[i] for i in self.order]
         self.reader = messages.JointStateReader(chain.joint_names)
         self.reference_msg = messages.JointStateWriter(chain.joint_names)
         self.error_msg = messages.JointStateWriter(chain.joint_names, ("position", "velocity"))
@@ -111,7 +111,7 @@ class ComputedTorqueController(Node):
         # compile or load the kernels now, not in the first tick (which would stall ~0.3 s):
         # a tick, a goal (its checks and tolerances), and a watchdog hold on a throwaway core
         q, zero = default_initial_positions(chain), np.zeros(chain.n)  # (inside the limits)
-        warm = ControllerCore(chain, core.settings)
+        warm = ControllerCore(core.settings)
         warm.update(0.0, (0.0, q, zero))
         warm.offer(Request(tuple(chain.joint_names), 0.0, ((1.0, q, (), ()),)))
         warm.update(0.0, (0.5, q, zero))
@@ -122,21 +122,21 @@ class ComputedTorqueController(Node):
                 self, self.get_parameter("action_monitor_rate").value)
         else:
             self.get_logger().info(trajectory_action.MISSING)
-        rate = core.settings["rate"]
+        rate = core.settings.rate
         if rate > 0:
             self.create_timer(1.0 / rate, lambda: self._send(self.core.tick()))
-        self.create_timer(core.watchdog_period, lambda: self.on_watchdog(),  # (no TimerInfo)
+        self.create_timer(core.watchdog.period, lambda: self.on_watchdog(),  # (no TimerInfo)
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"{chain.n} joints {self.names} from '{chain.root_link}' to "
             f"{', '.join(repr(t) for t in chain.tip_links)}, "
-            f"mode {core.settings['mode']}")
+            f"mode {core.settings.mode}")
 
     def _apply(self, changes):
         """Parameters changed at run time (already checked by the table) -> the core."""
         if self.core is not None:
             self.core.configure(controller_settings(
-                self.core.chain, parameter_reader(self, changes), self.order))
+                self.chain, parameter_reader(self, changes), self.order))
 
     def on_watchdog(self, now=None):
         """The watchdog's tick at `now` (default: the watchdog's clock now)."""
@@ -180,15 +180,15 @@ class ComputedTorqueController(Node):
 
     def on_target_pose(self, msg, frame=0):
         self._target("target_pose", lambda: self.core.set_target_pose(
-            *messages.read_pose(msg, self.core.chain.root_link), frame))
+            *messages.read_pose(msg, self.chain.root_link), frame))
 
     def on_target_wrench(self, msg, frame=0):
         self._target("target_wrench", lambda: self.core.set_target_wrench(
-            messages.read_wrench(msg, "target_wrench", self.core.chain.root_link), frame))
+            messages.read_wrench(msg, "target_wrench", self.chain.root_link), frame))
 
     def on_target_joint(self, msg):
         self._target("target_joint", lambda: self.core.set_target_joint(
-            *messages.read_posture(msg, self.core.chain.joint_names)))
+            *messages.read_posture(msg, self.chain.joint_names)))
 
     def _target(self, what, take):
         """A cartesian_impedance target; a bad or untimely one is refused, the last good stays."""
@@ -229,7 +229,7 @@ class ComputedTorqueController(Node):
         self.state_time = command.t
         _, q, qd = self.core.state
         if command.task is not None:
-            for link, pub in zip(self.core.settings["cartesian"]["ee_link"], self.current_pose_pubs):
+            for link, pub in zip(self.core.settings.cartesian.ee_link, self.current_pose_pubs):
                 R, p = kinematics.frame_pose(self.core.model, q, link)
                 pub.publish(self.pose_msg.fill(command.t, R, p))
         elif command.desired is not None and self.state_msg is not None:

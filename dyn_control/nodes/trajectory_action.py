@@ -105,9 +105,9 @@ class TrajectoryAction:
         return result
 
     def _feedback(self, t, desired, actual, errors, index):
-        msg = FollowJointTrajectory.Feedback(joint_names=self.node.core.chain.joint_names)
+        msg = FollowJointTrajectory.Feedback(joint_names=self.node.core.model.joint_names)
         messages.set_stamp(msg.header.stamp, t)
-        since = t - self.node.core.goal.trajectory.start_time
+        since = t - self.node.core.goals.goal.trajectory.start_time
         messages.fill_point(msg.desired, since, *desired)
         messages.fill_point(msg.actual, since, *actual)
         messages.fill_point(msg.error, since, *errors)

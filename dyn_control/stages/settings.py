@@ -1,0 +1,125 @@
+"""The controller's settings, from its parameters: frozen dataclasses whose fields are the keyword
+arguments of the stage that takes them (JointLaw: control.ControlLaw's; Cartesian:
+cartesian.CartesianLaw's). Per-joint arrays are in chain order. `controller_settings` builds them
+from the node's parameters, after the parameter table's checks; a setting changed at run time is
+a new ControllerSettings (dataclasses.replace), never an edit."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import goals
+from ..cartesian import per_frame
+from ..control import MODES, check_gains, critical_damping, gain_vector
+from ..cores import JointSettings
+from ..model import Chain
+from ..parameters import payload_model, unset
+
+
+@dataclass(frozen=True, eq=False)
+class JointLaw:
+    """control.ControlLaw's keyword arguments (its mode: the controller's joint mode, or
+    computed_torque while the controller is in cartesian_impedance)."""
+    mode: str
+    kp: np.ndarray
+    kd: np.ndarray
+    ki: np.ndarray
+    integral_limit: np.ndarray
+    friction_compensation: bool
+    friction_deadband: float
+    period: float
+
+
+@dataclass(frozen=True, eq=False)
+class Cartesian:
+    """cartesian.CartesianLaw's keyword arguments, but the limits and friction ones, which the
+    joint law shares (ControllerSettings)."""
+    ee_link: tuple
+    stiffness: np.ndarray
+    damping: np.ndarray  # None: critical
+    nullspace_stiffness: np.ndarray
+    nullspace_damping: np.ndarray  # None: critical
+    operational_space: bool
+    max_pose_error: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Goals:
+    """How goals are taken (goals.py, JTC's semantics)."""
+    tolerances: goals.Tolerances
+    trajectory_check: str  # "off", "warn" or "reject"
+    interpolate_from_desired_state: bool
+    allow_partial_joints_goal: bool
+    allow_nonzero_velocity_at_trajectory_end: bool
+
+
+@dataclass(frozen=True, eq=False)
+class ControllerSettings:
+    mode: str
+    model: Chain  # the URDF's chain with its payload: the one model every stage uses
+    payload_kg: float
+    limits: np.ndarray  # N m or N, the laws' saturation
+    max_effort_rate: float  # N m/s, 0: none
+    rate: float  # Hz, 0: a command per state
+    state_timeout: float  # s
+    on_state_timeout: str  # "hold" or "stop"
+    control_period: float  # s
+    target_filter: float  # s
+    nullspace_posture: np.ndarray  # None: the posture at entry
+    joint: JointLaw
+    cartesian: Cartesian
+    goals: Goals
+
+
+def controller_settings(chain, value, order=None):
+    """ControllerSettings from the controller's parameters, read by value(name) (see
+    dyn_control.parameters.CONTROLLER, whose checks the node has run); per-joint values come
+    in `joints` order (order[i]: the chain index of the i-th) and go out in chain order.
+    ValueError names the parameter and the value."""
+    joints = JointSettings(chain, value, order)
+    per_joint = joints.gains
+
+    def constraint(kind):  # constraints.<joint>.<kind>, chain order
+        return np.array([value(f"constraints.{name}.{kind}") for name in chain.joint_names])
+
+    kp = per_joint("kp")
+    ee_links = (tuple(link for link in value("ee_links") if link)
+                or (value("ee_link") or chain.tip_link,))
+    for link in ee_links:
+        chain.frame(link, "ee_link")  # ValueError naming it
+    frames = len(ee_links)
+    damping = value("cartesian_damping")
+    kd = critical_damping(kp) if value("kd") is None else per_joint("kd")
+    mode = value("mode")
+    check_gains(mode, kp, kd, value("control_period"), chain.joint_names)
+    model = payload_model(chain, value)
+    return ControllerSettings(
+        mode=mode, model=model, payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9),
+        limits=joints.effort_limits(), max_effort_rate=value("max_effort_rate"),
+        rate=value("rate"), state_timeout=value("state_timeout"),
+        on_state_timeout=value("on_state_timeout"), control_period=value("control_period"),
+        target_filter=value("target_filter"),
+        nullspace_posture=joints.positions("nullspace_posture"),
+        joint=JointLaw(
+            mode=mode if mode in MODES else MODES[0], kp=kp, kd=kd, ki=per_joint("ki"),
+            integral_limit=per_joint("integral_limit"),
+            friction_compensation=bool(value("friction_compensation")),
+            friction_deadband=value("friction_deadband"), period=value("control_period")),
+        cartesian=Cartesian(
+            ee_link=ee_links,
+            stiffness=per_frame(value("cartesian_stiffness"), frames, "cartesian_stiffness"),
+            damping=None if unset(damping) else per_frame(damping, frames, "cartesian_damping"),
+            nullspace_stiffness=per_joint("nullspace_stiffness"),
+            nullspace_damping=None if unset(value("nullspace_damping")) else per_joint(
+                "nullspace_damping"),
+            operational_space=bool(value("operational_space")),
+            max_pose_error=gain_vector(value("max_pose_error"), 2, "max_pose_error")),
+        goals=Goals(
+            tolerances=goals.Tolerances.defaults(
+                constraint("trajectory"), constraint("goal"),
+                value("constraints.stopped_velocity_tolerance"), value("constraints.goal_time")),
+            trajectory_check=value("trajectory_check"),
+            interpolate_from_desired_state=bool(value("interpolate_from_desired_state")),
+            allow_partial_joints_goal=bool(value("allow_partial_joints_goal")),
+            allow_nonzero_velocity_at_trajectory_end=bool(
+                value("allow_nonzero_velocity_at_trajectory_end"))))
