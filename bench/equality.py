@@ -143,10 +143,12 @@ def ticks(chain, rng):
 
     out = {}
     for mode in ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance"):
-        settings = controller_core.controller_settings(chain, table_values(CONTROLLER, mode=mode))
         try:
+            from dyn_control.stages.settings import controller_settings
+            settings = controller_settings(chain, table_values(CONTROLLER, mode=mode))
             core = controller_core.ControllerCore(settings)
-        except TypeError:  # before the model and its payload became one
+        except ImportError:  # before the tick's stages
+            settings = controller_core.controller_settings(chain, table_values(CONTROLLER, mode=mode))
             core = controller_core.ControllerCore(chain, settings)
         q0 = default_initial_positions(chain)
         sim = Simulation(chain, q0, integrator="rk4")

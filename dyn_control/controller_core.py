@@ -27,8 +27,9 @@ import numpy as np
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
 from .control import ControlLaw
 from .cores import Events
+from .goals import Request
+from .simulation import default_initial_positions
 from .stages.limits import OutputLimits
-from .stages.settings import controller_settings  # noqa: F401 (where callers build settings)
 from .stages.statistics import Statistics, report
 from .stages.target import CartesianTarget, too_stiff
 from .stages.tracking import GoalTracker
@@ -212,3 +213,15 @@ class ControllerCore(Events):
     def compute_report(self):
         """The compute time, for the log."""
         return self.stats.report()
+
+
+def warm_up(settings):
+    """Compile or load the kernels a controller runs, on a throwaway core: a tick, a goal (its
+    checks and tolerances) and a watchdog hold. Else the first tick would stall ~0.3 s."""
+    model = settings.model
+    q, zero = default_initial_positions(model), np.zeros(model.n)  # (inside the limits)
+    warm = ControllerCore(settings)
+    warm.update(0.0, (0.0, q, zero))
+    warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
+    warm.update(0.0, (0.5, q, zero))
+    warm.update(1.0)

@@ -17,7 +17,8 @@ from arm_sweep import arm_paths, load_arm
 from conftest import URDF_DIR, table_values
 from dyn_control import kinematics, load_chain
 from dyn_control.cartesian import CartesianLaw
-from dyn_control.controller_core import ControllerCore, controller_settings
+from dyn_control.controller_core import ControllerCore
+from dyn_control.stages.settings import controller_settings
 from dyn_control.control import effort_limits
 from dyn_control.goals import Request
 from dyn_control.parameters import CONTROLLER

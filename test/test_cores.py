@@ -9,7 +9,8 @@ import pytest
 
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
 from dyn_control import gravity_torques, load_chain
-from dyn_control.controller_core import ControllerCore, controller_settings
+from dyn_control.controller_core import ControllerCore
+from dyn_control.stages.settings import controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
 from dyn_control.simulator_core import SimulatorCore, simulator_settings
 from dyn_control.goals import Request

@@ -12,7 +12,8 @@ import pytest
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
 from dyn_control import gravity_torques, load_chain
 from dyn_control import goals
-from dyn_control.controller_core import ControllerCore, controller_settings
+from dyn_control.controller_core import ControllerCore
+from dyn_control.stages.settings import controller_settings
 from dyn_control.goals import GoalRefused, Request, Tolerances
 from dyn_control.parameters import CONTROLLER
 

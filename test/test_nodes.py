@@ -63,7 +63,8 @@ def make_controller(**params):
     overrides += [Parameter("urdf_file", value=ARM)]
     overrides += [Parameter(k, value=v) for k, v in params.items()]
     node = ComputedTorqueController(parameter_overrides=overrides)
-    return node, Captured(node.effort_pub), Captured(node.reference_pub), Captured(node.error_pub)
+    topics = node.topics
+    return node, Captured(topics.effort_pub), Captured(topics.reference_pub), Captured(topics.error_pub)
 
 
 def expected_command(node, t, q, qd):
@@ -295,7 +296,7 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
 def test_round_trip_over_dds():
     """A state published on /joint_states comes back as the effort command the law gives."""
     node, *_ = make_controller()
-    node.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+    node.topics.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
     peer = rclpy.create_node("peer")
     got = []
     peer.create_subscription(Float64MultiArray, "/effort_controller/commands",
@@ -698,7 +699,7 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
         err = capfd.readouterr().err
         assert "trajectory refused: joint 'joint2' needs torque" in err and "limit 176 N m" in err, err
         node.on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
-        np.testing.assert_allclose(node.reference_msg.msg.position, Q, atol=1e-12)
+        np.testing.assert_allclose(node.topics.reference_msg.msg.position, Q, atol=1e-12)
         feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
         node.on_trajectory(feasible)
         assert node.core.goals.trajectory is not holding and node.core.goals.trajectory.kind == "quintic"
@@ -731,7 +732,7 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
     from geometry_msgs.msg import WrenchStamped
     from dyn_control import kinematics
     node, effort, *_ = make_controller(mode="cartesian_impedance")
-    poses = Captured(node.current_pose_pubs[0])
+    poses = Captured(node.topics.pose_pubs[0])
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))  # enters the mode: the target is here
         R, p = kinematics.frame_pose(node.chain, Q)
@@ -740,7 +741,7 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
         np.testing.assert_allclose([poses.messages[-1].pose.position.x,
                                     poses.messages[-1].pose.position.y,
                                     poses.messages[-1].pose.position.z], p, atol=1e-12)
-        node.on_target_pose(pose_msg(R, p + [0.02, 0.0, 0.0]))
+        node.targets.on_pose(pose_msg(R, p + [0.02, 0.0, 0.0]))
         np.testing.assert_allclose(node.core.target.task.target[1], p + [0.02, 0.0, 0.0])
         good = node.core.target.task.target
         for bad, reason in ((pose_msg(R, [np.nan, 0, 0]), "target_pose position has a non-finite"),
@@ -749,16 +750,16 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
                             (pose_msg(R, p, frame="world"), "frame_id 'world' is not the chain's root link")):
             with pytest.raises(messages.BadMessage, match=reason):
                 messages.read_pose(bad, "base_link")
-            node.on_target_pose(bad)  # (logged, throttled to one line a second)
+            node.targets.on_pose(bad)  # (logged, throttled to one line a second)
             assert node.core.target.task.target is good  # the last good target stays
         assert "target_pose position has a non-finite" in capfd.readouterr().err
         wrench = WrenchStamped()
         wrench.wrench.force.x = 3.0
-        node.on_target_wrench(wrench)
+        node.targets.on_wrench(wrench)
         np.testing.assert_array_equal(node.core.target.task.wrench, [3.0, 0, 0, 0, 0, 0])
-        node.on_target_joint(JointState(name=["joint4"], position=[-1.0]))
+        node.targets.on_joint(JointState(name=["joint4"], position=[-1.0]))
         assert node.core.target.task.posture[3] == -1.0 and node.core.target.task.posture[0] == Q[0]
-        node.on_target_joint(JointState(name=["elbow"], position=[0.0]))
+        node.targets.on_joint(JointState(name=["elbow"], position=[0.0]))
         assert "target_joint names unknown joint 'elbow'" in capfd.readouterr().err
         assert node.core.target.task.posture[3] == -1.0
         for name, value, reason in (("cartesian_stiffness", [-1.0] * 6, "cartesian_stiffness must be finite and >= 0"),
@@ -868,9 +869,9 @@ def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on
     try:
         node.on_joint_state(state_msg(0.5, NAMES, Q))
         wall = time.time()
-        assert node.clock_offset == pytest.approx(0.5 - wall, abs=5.0)
+        assert node.clock.offset == pytest.approx(0.5 - wall, abs=5.0)
         _, _, values = node.status()
-        assert values["clock_offset_s"] == pytest.approx(node.clock_offset, abs=1e-3)
+        assert values["clock_offset_s"] == pytest.approx(node.clock.offset, abs=1e-3)
         node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.05]))  # stamp 0: start now
         assert node.core.goals.started == pytest.approx((0.5, 1.5))  # the states' time, not the wall's
         node.on_joint_state(state_msg(1.0, NAMES, Q))

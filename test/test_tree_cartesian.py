@@ -14,7 +14,8 @@ import pytest
 
 from conftest import URDF_DIR, table_values
 from dyn_control import kinematics, load_chain
-from dyn_control.controller_core import ControllerCore, controller_settings
+from dyn_control.controller_core import ControllerCore
+from dyn_control.stages.settings import controller_settings
 from dyn_control.control import effort_limits
 from dyn_control.parameters import CONTROLLER
 from dyn_control.simulation import Simulation

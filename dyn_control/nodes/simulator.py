@@ -9,7 +9,7 @@ arm is dyn_control.simulator_core; this node declares its parameters
 (dyn_control.parameters.SIMULATOR), runs the stepping thread and moves messages.
 
 The thread steps at most real_time_factor times as fast as the wall clock (0: as fast as it
-can). Two ways to meet the controller:
+can; its thread is stepper.py). Two ways to meet the controller:
 - synchronous (default), as Gazebo and MuJoCo run ros2_control: after publishing a state it
   waits for the command that answers it, then steps. A slow machine lowers the real-time
   factor instead of missing deadlines. After sync_timeout s of wall time without an answer (a
@@ -21,11 +21,9 @@ With wait_for_command (default) the joints stay braked, time running, until the 
 command, so the arm does not fall while the controller starts.
 """
 
-import threading
 import time
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
@@ -41,6 +39,7 @@ from .model_source import build_chain, configure_from_model
 from .params import (StartupError, declare_parameters, parameter_reader, reliability,
                      set_parameters_callback)
 from .process import run
+from .stepper import Stepper
 
 
 class DynamicsSimulator(Node):
@@ -51,9 +50,7 @@ class DynamicsSimulator(Node):
         self.fatal = None
         self.core = None
         declare_parameters(self, SIMULATOR)
-        self._answered = threading.Event()  # wakes the thread waiting for an answer
-        self._running = threading.Event()
-        self._thread = None
+        self.stepper = None
         # command_type joint_state: the peer of ros2_control's topic-based hardware, with its
         # default topics (a reliable publisher reaches its best-effort reader too)
         self.by_name = self.get_parameter("command_type").value == "joint_state"
@@ -79,23 +76,21 @@ class DynamicsSimulator(Node):
             core = SimulatorCore(chain, simulator_settings(chain, value, self.order))
         except ValueError as err:
             raise StartupError(f"parameter {err}") from err
-        self.real_time_factor, self.sync_timeout = value("real_time_factor"), value("sync_timeout")
         self.publish_clock = bool(value("publish_clock"))
         self.state_msg = messages.JointStateWriter(chain.joint_names)
         # load (or on a first run compile) the step's kernel now, not in the first step
         SimulatorCore(chain, core.settings).sim.step(np.zeros(chain.n))
         self.core = core
-        s = core.settings
+        self.stepper = Stepper(self, core, self._publish, value("real_time_factor"),
+                               value("sync_timeout"))
+        s, factor = core.settings, self.stepper.real_time_factor
         self.get_logger().info(
             f"{chain.n} joints {chain.joint_names}, dt {s['dt']} s, {s['integrator']}, publishing "
             f"every {s['publish_every']} steps, "
             f"{'synchronous' if s['synchronous'] else 'free running'}, "
-            + (f"real-time factor at most {self.real_time_factor:g}" if self.real_time_factor > 0
-               else "as fast as possible"))
+            + (f"real-time factor at most {factor:g}" if factor > 0 else "as fast as possible"))
         self._publish()
-        self._running.set()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self.stepper.start()
 
     def _apply(self, changes):
         """The payload is the one setting that changes at run time (the table fixes the rest)."""
@@ -125,7 +120,10 @@ class DynamicsSimulator(Node):
 
     def _take(self, tau):
         self.core.on_command(time.monotonic(), tau)
-        self._answered.set()
+        self.stepper.answered.set()
+        self.log_events()
+
+    def log_events(self):
         log_events(self, self.core)
 
     def on_external_wrench(self, msg):
@@ -136,58 +134,21 @@ class DynamicsSimulator(Node):
         except ValueError as err:  # BadMessage too
             self.get_logger().warning(f"external_wrench dropped: {err}", throttle_duration_sec=1.0)
             return
-        log_events(self, self.core)
+        self.log_events()
 
     def _publish(self):
         sim = self.core.sim
         self.core.published(time.monotonic())
-        self._answered.clear()
+        self.stepper.answered.clear()
         # a stamp of 0 means "unstamped" to ROS (the controller takes its own clock for it, on
         # another time base when the two clocks differ), so the state at t = 0 is stamped 1 ns
         self.state_pub.publish(self.state_msg.fill(max(sim.t, 1e-9), sim.q, sim.qd, sim.tau))
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
 
-    def _wait_for_answer(self):
-        """Synchronous: wait for the command answering the state just published."""
-        if self._answered.wait(self.sync_timeout) or not self._running.is_set():
-            return
-        if self.core.command_seen is not None:  # (before the first command, silence is expected)
-            self.get_logger().warning(
-                f"no command answered the state of t = {self.core.sim.t:.3f} s within "
-                f"{self.sync_timeout} s: stepping on the last one", throttle_duration_sec=1.0)
-
-    def _run(self):
-        """Step, publish when due, keep at most real_time_factor."""
-        core, dt = self.core, self.core.settings["dt"]
-        next_wall = time.monotonic()
-        published = True  # configure() published the initial state
-        while self._running.is_set() and rclpy.ok():
-            if core.settings["synchronous"] and published:
-                self._wait_for_answer()
-            published = core.step(time.monotonic())
-            if published:
-                try:
-                    self._publish()
-                except Exception:  # noqa: BLE001 - rclpy raises RCLError once shut down
-                    if rclpy.ok():
-                        raise
-                    break  # the context went down under us (Ctrl-C): stop quietly
-            if core.events:
-                log_events(self, core)
-            if self.real_time_factor > 0:
-                next_wall += dt / self.real_time_factor
-                delay = next_wall - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                elif delay < -0.1:  # far behind (machine busy, or waiting): do not race
-                    next_wall = time.monotonic()
-
     def shutdown(self):
-        self._running.clear()
-        self._answered.set()  # wake a synchronous wait
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
+        if self.stepper is not None:
+            self.stepper.stop()
         if self.core is not None and self.core.states:
             self.get_logger().info(self.core.deadline_report(time.monotonic()))
 

@@ -1,6 +1,6 @@
 """~/follow_joint_trajectory (control_msgs/action/FollowJointTrajectory) and ~/controller_state
 (control_msgs/msg/JointTrajectoryControllerState): how joint_trajectory_controller shows itself
-to MoveIt and rqt, over the controller core's one goal path (ControllerCore.offer, cancel,
+to MoveIt and rqt, over the controller core's one goal path (GoalPort: offer, cancel,
 feedback). Only conversions and bookkeeping live here; the rules are dyn_control.goals.
 
 control_msgs is optional at run time: where it does not import, `AVAILABLE` is False and the
@@ -10,6 +10,8 @@ A goal the core refuses is accepted and then aborted at once with the refusal's 
 so that the client learns why (JTC rejects such goals, and a rejected ROS 2 goal carries no
 result). Results and feedback go out at action_monitor_rate on the steady clock, as JTC's.
 """
+
+from typing import Callable, NamedTuple
 
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
@@ -41,17 +43,26 @@ def request_from_goal(goal):
                                        messages.to_seconds(goal.goal_time_tolerance))
 
 
+class GoalPort(NamedTuple):
+    """All the action server may do with the controller: offer a goal (goals.Request -> the
+    core's Goal, whose outcome is the result), cancel one (-> whether it was running), and read
+    an active one's feedback (ControllerCore.feedback)."""
+    offer: Callable
+    cancel: Callable
+    feedback: Callable
+
+
 class TrajectoryAction:
-    """The action server of one controller node: node.offer(request) -> core Goal is the way
-    in (the topic's too), node.core answers cancel and feedback.
+    """The action server of one controller: `port` (GoalPort) is the way in, the topic's too.
+    The node is used for rclpy's plumbing only: the server, a timer and the log.
 
     A goal runs without an execute callback waiting on it: rclpy's EventsExecutor polls a
     waiting task without pause, which takes the loop's CPU. So a goal stays ACCEPTED while the
     core runs it (a client sees no difference but the status), and `execute` is called once
     its outcome is known, to hand the result over at once."""
 
-    def __init__(self, node, monitor_rate):
-        self.node = node
+    def __init__(self, node, port, joint_names, monitor_rate):
+        self.node, self.port, self.joint_names = node, port, list(joint_names)
         self.running = {}  # core Goal -> its goal handle
         self.ended = {}  # goal id -> (outcome, code, reason), until its result is out
         self.server = ActionServer(node, FollowJointTrajectory, "~/follow_joint_trajectory",
@@ -63,7 +74,7 @@ class TrajectoryAction:
 
     def _accepted(self, handle):
         try:
-            self.running[self.node.offer(request_from_goal(handle.request))] = handle
+            self.running[self.port.offer(request_from_goal(handle.request))] = handle
         except goals.GoalRefused as refusal:
             self.node.get_logger().error(f"goal refused: {refusal.reason} ({refusal.code})")
             self._end(handle, "aborted", refusal.code, refusal.reason)
@@ -71,9 +82,8 @@ class TrajectoryAction:
 
     def _cancel(self, handle):
         goal = next((g for g, h in self.running.items() if h is handle), None)
-        if goal is None or not self.node.core.cancel(goal):
+        if goal is None or not self.port.cancel(goal):
             return CancelResponse.REJECT
-        self.node.log_core_events()
         return CancelResponse.ACCEPT
 
     def monitor(self):
@@ -83,9 +93,9 @@ class TrajectoryAction:
                 del self.running[goal]
                 self._end(handle, goal.outcome, goal.code, goal.reason)
                 continue
-            feedback = self.node.core.feedback(goal)
+            feedback = self.port.feedback(goal)
             if feedback is not None:
-                handle.publish_feedback(self._feedback(*feedback))
+                handle.publish_feedback(self._feedback(goal, *feedback))
 
     def _end(self, handle, outcome, code, reason):
         self.ended[bytes(handle.goal_id.uuid)] = (outcome, code, reason)
@@ -104,10 +114,10 @@ class TrajectoryAction:
         result.error_string = reason
         return result
 
-    def _feedback(self, t, desired, actual, errors, index):
-        msg = FollowJointTrajectory.Feedback(joint_names=self.node.core.model.joint_names)
+    def _feedback(self, goal, t, desired, actual, errors, index):
+        msg = FollowJointTrajectory.Feedback(joint_names=self.joint_names)
         messages.set_stamp(msg.header.stamp, t)
-        since = t - self.node.core.goals.goal.trajectory.start_time
+        since = t - goal.trajectory.start_time
         messages.fill_point(msg.desired, since, *desired)
         messages.fill_point(msg.actual, since, *actual)
         messages.fill_point(msg.error, since, *errors)
