@@ -114,7 +114,7 @@ _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
-def _law(floats, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, operational, max_error,
+def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, operational, max_error,
          Kn, Dn, wrap, damping_b, friction, deadband, period, damping, limits, q, qd, R_d, p_d, w,
          q_n):
     """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames stacked in one task
@@ -126,7 +126,7 @@ def _law(floats, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, ope
     M, the bias, the frames' Jacobians and J-dot qd then read."""
     n, f = q.shape[0], frame_bodies.shape[0]
     m = 6 * f
-    model, data = views.model(floats, ints), views.data(vecs, rots, mats)
+    model, data = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(model, data, q)
     mass.columns(model, data, data.M)
     tau = np.empty(n)  # C qd + g to start with

@@ -135,7 +135,7 @@ _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
-def _law(floats, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap, damping, friction,
+def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap, damping, friction,
          deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
     """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,
     integral_limit, wrap (True: continuous joint, e wrapped to [-pi, pi)), damping and friction
@@ -154,7 +154,7 @@ def _law(floats, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap,
         else:
             integral[i] = 0.0
         v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
-    model = (floats, ints, vecs, rots, mats)
+    model = (mvec, mrot, ints, vecs, rots, mats)
     tau = np.empty(n)
     if mode == COMPUTED_TORQUE:
         mass.mass_matrix_times_plus_bias(*model, q, qd, v, tau)

@@ -1,17 +1,18 @@
 """How the compiled kernels see a model and a workspace: the one place their layouts are written.
 
-A kernel is called as `kernel(*model.pack, *data.arrays, inputs...)` (Pinocchio's
-(model, data, ...), MuJoCo's (mjModel, mjData, ...)): two arrays for the model, three for the
-workspace. Few arguments, because numba's dispatch costs about 0.1 us per argument, a tenth of
-a small arm's inverse dynamics; and each quantity of the workspace is a contiguous block, as a
-pass reading strided rows ran the mass matrix 1.8 times slower. Pure numpy: `model.Chain`
-packs itself here at construction.
+A kernel is called as `kernel(*data.args, inputs...)`, data.args being the model's three
+arrays and the workspace's three (Pinocchio's (model, data, ...), MuJoCo's (mjModel, mjData,
+...)). Few arguments, because numba's dispatch costs about 0.06 us per argument; and each
+quantity is a contiguous block, as passes reading strided rows ran the mass matrix's columns
+1.5 us slower on a 7-joint arm. Pure numpy: `model.Chain` packs itself here at construction.
 
 Model (immutable, one per chain; kernels read it):
-- floats (n, MODEL_ROWS, 3), per body i: R0 rows R0..R0+2 (joint frame in the parent body at
-  q_i = 0), its origin p0, the unit axis, h = mass * com, the inertia about the body origin
-  (3 rows), [mass, 0, 0]; and in body 0's last row, GRAVITY_ROW, the base acceleration
-  a0 = -gravity (base frame) that Newton-Euler starts from. A chain has at least one joint.
+- mvec (MODEL_VECS, n, 3), a 3-vector per body in each block: the origin P0 of joint i's frame
+  in the parent body at q_i = 0, the unit AXIS, H = mass * com, [MASS, 0, 0]; and the GRAVITY
+  block's first row, the base acceleration a0 = -gravity (base frame) that Newton-Euler starts
+  from (a chain has at least one joint).
+- mrot (MODEL_ROTS, n, 3, 3): R0, joint i's frame in the parent body at q_i = 0, and INERTIA,
+  the body's inertia about its origin.
 - ints (2, n): JTYPE (REVOLUTE or PRISMATIC) and PARENT (body i's parent, -1 for the base).
 
 Data (a workspace, written by every call; one per user: a law, the simulator, a thread):
@@ -29,8 +30,10 @@ import numpy as np
 
 REVOLUTE, PRISMATIC = 0, 1  # joint types, as the kernels test them
 
-R0, P0, AXIS, H, INERTIA, MASS, GRAVITY_ROW = 0, 3, 4, 5, 6, 9, 10
-MODEL_ROWS = 11
+P0, AXIS, H, MASS, GRAVITY = range(5)
+MODEL_VECS = 5
+R0, INERTIA = range(2)
+MODEL_ROTS = 2
 JTYPE, PARENT = 0, 1
 
 POS, POS_WORLD, W, DW, DV, FORCE, MOMENT, C_H, C_MASS = range(9)
@@ -41,22 +44,21 @@ VECTORS = 4
 
 
 def pack_model(R0_, p0, axis, h, inertia_origin, mass, base_acceleration, jtype, parent):
-    """The model's arrays -> (floats, ints), the layout above. Writable copies: numba types a
-    read-only array on its slow dispatch path."""
+    """The model's arrays -> (mvec, mrot, ints), the layout above. Writable copies: numba types
+    a read-only array on its slow dispatch path."""
     n = len(mass)
-    floats = np.zeros((n, MODEL_ROWS, 3))
-    floats[:, R0:R0 + 3], floats[:, P0], floats[:, AXIS] = R0_, p0, axis
-    floats[:, H], floats[:, INERTIA:INERTIA + 3], floats[:, MASS, 0] = h, inertia_origin, mass
-    floats[0, GRAVITY_ROW] = base_acceleration
-    ints = np.array([jtype, parent], dtype=np.int64)
-    return floats, ints
+    mvec, mrot = np.zeros((MODEL_VECS, n, 3)), np.zeros((MODEL_ROTS, n, 3, 3))
+    mvec[P0], mvec[AXIS], mvec[H], mvec[MASS, :, 0] = p0, axis, h, mass
+    mvec[GRAVITY, 0] = base_acceleration
+    mrot[R0], mrot[INERTIA] = R0_, inertia_origin
+    return mvec, mrot, np.array([jtype, parent], dtype=np.int64)
 
 
 def with_gravity(pack, base_acceleration):
     """The same model with another base acceleration (a0 = -gravity, base frame): a copy."""
-    floats = pack[0].copy()
-    floats[0, GRAVITY_ROW] = base_acceleration
-    return floats, pack[1]
+    mvec = pack[0].copy()
+    mvec[GRAVITY, 0] = base_acceleration
+    return (mvec, *pack[1:])
 
 
 class Data:
@@ -65,7 +67,7 @@ class Data:
     kernel takes them (kernel(*data.args, inputs...))."""
 
     def __init__(self, pack):
-        self.n = pack[0].shape[0]
+        self.n = pack[0].shape[1]
         self.arrays = workspace_arrays(self.n)
         self.args = (*pack, *self.arrays)
 

@@ -155,8 +155,8 @@ def test_plain_python_kernels_equal_compiled(arm):
         pytest.skip("numba not installed: the plain-Python kernels are the only ones")
     q, qd, qdd = next(_states(arm))
     compiled = inverse_dynamics(arm, q, qd, qdd)
-    floats, ints, vecs, rots, mats = Data(arm.pack).args
-    m, d = views.model.py_func(floats, ints), views.data.py_func(vecs, rots, mats)
+    mvec, mrot, ints, vecs, rots, mats = Data(arm.pack).args
+    m, d = views.model.py_func(mvec, mrot, ints), views.data.py_func(vecs, rots, mats)
     frames.joint_poses.py_func(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
     tau = np.empty(arm.n)
     newton_euler.rnea.py_func(m, d, qd, qdd, m.a0, np.zeros(6), tau)

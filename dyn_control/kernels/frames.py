@@ -142,21 +142,21 @@ def frame_bias_acceleration(m, d, qd, body, pf, out):
 
 
 @jit
-def frame_pose_and_jacobian(floats, ints, vecs, rots, mats, q, body, R_off, p_off, reference, Rf,
+def frame_pose_and_jacobian(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, reference, Rf,
                             pf, J):
     """Fill Rf (3, 3), pf (3,): the pose in the base frame of a frame fixed to `body`, and J
     (6, n) its Jacobian in `reference`, from one kinematics pass."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     frame_placement(d, body, R_off, p_off, Rf, pf)
     frame_jacobian(m, d, body, Rf, pf, reference, J)
 
 
 @jit
-def frame_acceleration(floats, ints, vecs, rots, mats, q, qd, body, R_off, p_off, Rf, pf, out):
+def frame_acceleration(mvec, mrot, ints, vecs, rots, mats, q, qd, body, R_off, p_off, Rf, pf, out):
     """Fill out (6,) with J-dot qd of a frame, base axes (frame_bias_acceleration), and Rf, pf
     with its pose."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     frame_placement(d, body, R_off, p_off, Rf, pf)
     frame_bias_acceleration(m, d, qd, body, pf, out)

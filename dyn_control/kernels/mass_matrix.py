@@ -11,24 +11,22 @@ from . import views
 from .compile import jit
 from .frames import joint_poses
 from .linalg import cholesky_apply, cholesky_factor
-from .newton_euler import rnea
+from .newton_euler import rnea, unit_pass
 from .so3 import add, cross, dot, mul, row, scale
 
-_ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as constants
+_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
 def columns(m, d, M):
-    """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off,
-    at the workspace's joint poses. Leaves d.vectors[1] zero."""
+    """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off
+    (newton_euler.unit_pass), at the workspace's joint poses. Leaves d.vectors[1] zero."""
     n = M.shape[0]
-    e, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
+    moved, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
     for i in range(n):
-        e[i], zero[i] = 0.0, 0.0
+        zero[i] = 0.0
     for j in range(n):
-        e[j] = 1.0
-        rnea(m, d, zero, e, _ZERO3, _ZERO6, col)
-        e[j] = 0.0
+        unit_pass(m, d, j, moved, col)
         for i in range(n):
             M[i, j] = col[i]
 
@@ -91,18 +89,18 @@ def poses(m, d, q):
 
 
 @jit
-def mass_matrix(floats, ints, vecs, rots, mats, q, M):
+def mass_matrix(mvec, mrot, ints, vecs, rots, mats, q, M):
     """Fill M (n, n) = M(q), by columns."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     poses(m, d, q)
     columns(m, d, M)
 
 
 @jit
-def mass_matrix_times_plus_bias(floats, ints, vecs, rots, mats, q, qd, v, tau):
+def mass_matrix_times_plus_bias(mvec, mrot, ints, vecs, rots, mats, q, qd, v, tau):
     """Fill tau (n,) = M(q) v + ID(q, qd, 0): poses once, the n columns of M, the bias by one
     more pass. The computed-torque law's whole model cost."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     n = q.shape[0]
     poses(m, d, q)
     columns(m, d, d.M)
@@ -113,10 +111,10 @@ def mass_matrix_times_plus_bias(floats, ints, vecs, rots, mats, q, qd, v, tau):
 
 
 @jit
-def joint_inertias(floats, ints, vecs, rots, mats, q, out):
+def joint_inertias(mvec, mrot, ints, vecs, rots, mats, q, out):
     """Fill out (n,) kg m^2 or kg: each joint's inertia with the other joints free,
     1 / (M(q)^-1)_jj, the inertia a torque on that joint alone accelerates (M by crba)."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     n = q.shape[0]
     poses(m, d, q)
     crba(m, d, d.M)
@@ -131,9 +129,9 @@ def joint_inertias(floats, ints, vecs, rots, mats, q, out):
 
 
 @jit
-def forward_dynamics(floats, ints, vecs, rots, mats, q, qd, tau, f_tip, qdd):
+def forward_dynamics(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, f_tip, qdd):
     """Fill qdd (n,) = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve, M by crba."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     n = q.shape[0]
     poses(m, d, q)
     zero, bias = d.vectors[1], d.vectors[3]

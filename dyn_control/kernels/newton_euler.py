@@ -66,10 +66,78 @@ def rnea(m, d, qd, qdd, a0, f_tip, tau):
 
 
 @jit
-def inverse_dynamics(floats, ints, vecs, rots, mats, q, qd, qdd, f_tip, tau):
+def unit_pass(m, d, j, moved, tau):
+    """tau (n,) = ID(q, 0, e_j) with gravity and the tip wrench off, at the workspace's joint
+    poses: column j of M. It is rnea's pass with qd = 0, a0 = 0, f_tip = 0 and qdd = e_j, run
+    over the bodies the unit acceleration reaches: forward over j's subtree, backward over it
+    and then up j's ancestors. Everywhere else each term of rnea's pass is an exact zero, so
+    the numbers are rnea's, a zero's sign aside (make equality). moved: (n,) scratch, 1 on
+    j's subtree, -1 on its ancestors, 0 elsewhere."""
+    axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
+    R, p = d.R, d.p
+    w_all, dw_all, dv_all, f_all, m_all = d.w, d.dw, d.dv, d.f, d.mo
+    n = tau.shape[0]
+    for i in range(n):  # j's subtree: j, and the bodies whose parent is in it
+        k = parent[i]
+        moved[i] = 1.0 if i == j or (i > j and k >= 0 and moved[k] > 0.0) else 0.0
+        tau[i] = 0.0
+        for c in range(3):
+            f_all[i, c], m_all[i, c] = 0.0, 0.0
+    k = parent[j]
+    while k >= 0:
+        moved[k] = -1.0
+        k = parent[k]
+    for i in range(j, n):  # forward: above j nothing moves (qd = 0, no gravity)
+        if moved[i] == 0.0:
+            continue
+        if i == j:
+            w, dw, dv = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        else:
+            k = parent[i]
+            w, dw, dv = row(w_all, k), row(dw_all, k), row(dv_all, k)
+        a = row(axis, i)
+        pi = row(p, i)
+        dv = mul_t(R, i, add(add(dv, cross(dw, pi)), cross(w, cross(w, pi))))
+        w = mul_t(R, i, w)
+        dw = mul_t(R, i, dw)
+        qdd = 1.0 if i == j else 0.0
+        if jtype[i] == PRISMATIC:
+            dv = add(dv, add(scale(cross(w, a), 0.0), scale(a, qdd)))
+        else:
+            wj = scale(a, 0.0)
+            dw = add(dw, add(cross(w, wj), scale(a, qdd)))
+            w = add(w, wj)
+        for c in range(3):
+            w_all[i, c], dw_all[i, c], dv_all[i, c] = w[c], dw[c], dv[c]
+    for i in range(n - 1, -1, -1):  # backward: the subtree, children first, then the ancestors
+        if moved[i] == 0.0:
+            continue
+        a = row(axis, i)
+        if moved[i] > 0.0:
+            w, dw, dv, hi = row(w_all, i), row(dw_all, i), row(dv_all, i), row(h, i)
+            iw = mul(inertia_o, i, w)
+            idw = mul(inertia_o, i, dw)
+            f = add(row(f_all, i),
+                    add(scale(dv, mass[i]), add(cross(dw, hi), cross(w, cross(w, hi)))))
+            mo = add(row(m_all, i), add(idw, add(cross(w, iw), cross(hi, dv))))
+        else:  # an ancestor: only what its child passes up
+            f, mo = row(f_all, i), row(m_all, i)
+        tau[i] = dot(a, f) if jtype[i] == PRISMATIC else dot(a, mo)
+        k = parent[i]
+        if k >= 0:
+            pi = row(p, i)
+            f = mul(R, i, f)
+            mo = add(mul(R, i, mo), cross(pi, f))
+            for c in range(3):
+                f_all[k, c] += f[c]
+                m_all[k, c] += mo[c]
+
+
+@jit
+def inverse_dynamics(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, f_tip, tau):
     """Fill tau (n,): the torques that produce qdd at (q, qd) under the model's gravity, with
     the tip wrench f_tip (6,)."""
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     joint_poses(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
     rnea(m, d, qd, qdd, m.a0, f_tip, tau)
 
@@ -81,7 +149,7 @@ def row_blocks(N):
 
 
 @jit_parallel
-def inverse_dynamics_rows(floats, ints, q, qd, qdd, f_tip, blocks, tau):
+def inverse_dynamics_rows(mvec, mrot, ints, q, qd, qdd, f_tip, blocks, tau):
     """inverse_dynamics for each row of q, qd, qdd (N, n), filling tau (N, n), in one compiled
     loop. The rows are split in `blocks` blocks (row_blocks), run by numba's threads, each
     with a workspace of its own; a row's numbers do not depend on the split."""
@@ -91,17 +159,17 @@ def inverse_dynamics_rows(floats, ints, q, qd, qdd, f_tip, blocks, tau):
         vecs, rots = np.empty((VECS, n, 3)), np.empty((ROTS, n, 3, 3))
         mats = np.empty((2 * n + 6 + VECTORS, n))
         for k in range(b * size, min(N, (b + 1) * size)):
-            inverse_dynamics(floats, ints, vecs, rots, mats, q[k], qd[k], qdd[k], f_tip, tau[k])
+            inverse_dynamics(mvec, mrot, ints, vecs, rots, mats, q[k], qd[k], qdd[k], f_tip, tau[k])
 
 
 @jit
-def energies(floats, ints, vecs, rots, mats, q, qd, g):
+def energies(mvec, mrot, ints, vecs, rots, mats, q, qd, g):
     """(kinetic J, potential J) from link velocities and world positions; g (3,) base frame.
 
     Kinetic: sum over bodies of 1/2 (m v.v + 2 v.(w x h) + w.I_o w), v the frame origin velocity.
     Potential: -sum m g.x_com, zero at the base frame origin.
     """
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     axis, parent, jtype, mass, h, inertia_o = m.axis, m.parent, m.jtype, m.mass, m.h, m.inertia_o
     R, p, Rw, pw = d.R, d.p, d.Rw, d.pw

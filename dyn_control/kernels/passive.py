@@ -62,7 +62,7 @@ def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max):
 
 
 @jit
-def simulation_step(floats, ints, vecs, rots, mats, q, qd, tau, damping, friction, lower, upper, dt,
+def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction, lower, upper, dt,
                     rk4):
     """One step of the arm under joint torques tau -> (q, qd) after dt.
 
@@ -76,8 +76,8 @@ def simulation_step(floats, ints, vecs, rots, mats, q, qd, tau, damping, frictio
     tau/B moves dt tau/B. A joint past a limit is put back on it.
     """
     n = q.shape[0]
-    model = (floats, ints, vecs, rots, mats)
-    m, d = views.model(floats, ints), views.data(vecs, rots, mats)
+    model = (mvec, mrot, ints, vecs, rots, mats)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     if rk4:
         k1a, k2a, k3a, k4a = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         k1v = qd

@@ -5,8 +5,8 @@ making them in every pass cost a 7-joint arm's mass matrix 2 us in 6."""
 
 from collections import namedtuple
 
-from ..layout import (AXIS, C_H, C_INERTIA, C_MASS, DV, DW, FORCE, GRAVITY_ROW, H, INERTIA,
-                      JTYPE, MASS, MOMENT, P0, PARENT, POS, POS_WORLD, R0, ROT, ROT_WORLD, W)
+from ..layout import (AXIS, C_H, C_INERTIA, C_MASS, DV, DW, FORCE, GRAVITY, H, INERTIA, JTYPE,
+                      MASS, MOMENT, P0, PARENT, POS, POS_WORLD, R0, ROT, ROT_WORLD, W)
 from .compile import jit
 
 # R0 (n, 3, 3), p0, axis (n, 3), jtype, parent (n,), mass (n,), h (n, 3), inertia_o (n, 3, 3),
@@ -19,10 +19,9 @@ DataView = namedtuple("DataView", "R p Rw pw w dw dv f mo cI ch cm M L J vectors
 
 
 @jit
-def model(floats, ints):
-    return ModelView(floats[:, R0:R0 + 3], floats[:, P0], floats[:, AXIS], ints[JTYPE],
-                     ints[PARENT], floats[:, MASS, 0], floats[:, H],
-                     floats[:, INERTIA:INERTIA + 3], floats[0, GRAVITY_ROW])
+def model(mvec, mrot, ints):
+    return ModelView(mrot[R0], mvec[P0], mvec[AXIS], ints[JTYPE], ints[PARENT], mvec[MASS, :, 0],
+                     mvec[H], mrot[INERTIA], mvec[GRAVITY, 0])
 
 
 @jit
