@@ -11,22 +11,24 @@ from . import views
 from .compile import jit
 from .frames import joint_poses
 from .linalg import cholesky_apply, cholesky_factor
-from .newton_euler import rnea, unit_pass
+from .newton_euler import rnea
 from .so3 import add, cross, dot, mul, row, scale
 
-_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
+_ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as constants
 
 
 @jit
 def columns(m, d, M):
-    """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off
-    (newton_euler.unit_pass), at the workspace's joint poses. Leaves d.vectors[1] zero."""
+    """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off,
+    at the workspace's joint poses. Leaves d.vectors[1] zero."""
     n = M.shape[0]
-    moved, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
+    e, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
     for i in range(n):
-        zero[i] = 0.0
+        e[i], zero[i] = 0.0, 0.0
     for j in range(n):
-        unit_pass(m, d, j, moved, col)
+        e[j] = 1.0
+        rnea(m, d, zero, e, _ZERO3, _ZERO6, col)
+        e[j] = 0.0
         for i in range(n):
             M[i, j] = col[i]
 
