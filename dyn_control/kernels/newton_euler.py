@@ -89,9 +89,11 @@ def inverse_dynamics_rows(mvec, mrot, ints, q, qd, qdd, f_tip, blocks, tau):
     size = (N + blocks - 1) // blocks
     for b in prange(blocks):
         vecs, rots = np.empty((VECS, n, 3)), np.empty((ROTS, n, 3, 3))
-        mats = np.empty((2 * n + 6 + VECTORS, n))
+        m = views.model(mvec, mrot, ints)
+        d = views.data(vecs, rots, np.empty((2 * n + 6 + VECTORS, n)))  # views once a block
         for k in range(b * size, min(N, (b + 1) * size)):
-            inverse_dynamics(mvec, mrot, ints, vecs, rots, mats, q[k], qd[k], qdd[k], f_tip, tau[k])
+            joint_poses(m.R0, m.p0, m.axis, m.jtype, q[k], d.R, d.p)
+            rnea(m, d, qd[k], qdd[k], m.a0, f_tip, tau[k])
 
 
 @jit
