@@ -20,10 +20,12 @@ composes them and keeps the state machine that binds them: waiting for a state, 
 holding (a goal ended, or cartesian_impedance refused), stale.
 """
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 
+from . import kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
 from .control import ControlLaw
 from .cores import Events
@@ -216,12 +218,19 @@ class ControllerCore(Events):
 
 
 def warm_up(settings):
-    """Compile or load the kernels a controller runs, on a throwaway core: a tick, a goal (its
-    checks and tolerances) and a watchdog hold. Else the first tick would stall ~0.3 s."""
+    """Compile or load every kernel a controller can run, on throwaway cores: a tick, a goal
+    (its checks and tolerances) and a watchdog hold, then a tick in cartesian_impedance (the
+    Cartesian law, its stiffness check, the target filter). Else the first tick would stall
+    0.3 s, and on a first run a switch of mode at run time stalled the loop for the compile
+    (20.7 s measured: the simulator's command timeout dropped the arm)."""
     model = settings.model
     q, zero = default_initial_positions(model), np.zeros(model.n)  # (inside the limits)
-    warm = ControllerCore(settings)
-    warm.update(0.0, (0.0, q, zero))
-    warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
-    warm.update(0.0, (0.5, q, zero))
-    warm.update(1.0)
+    for mode in (settings.joint.mode, CARTESIAN_IMPEDANCE):
+        warm = ControllerCore(replace(settings, mode=mode, target_filter=0.01))
+        warm.update(0.0, (0.0, q, zero))
+        warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
+        warm.update(0.0, (0.5, q, zero))
+        warm.update(1.0)
+    targets = [kinematics.frame_pose(model, q, link) for link in warm.cartesian.ee_links]
+    warm.cartesian(q, zero, np.array([R for R, _ in targets]), np.array([p for _, p in targets]),
+                   np.zeros(6 * len(targets)), q)  # whatever the stiffness: the law itself

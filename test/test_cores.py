@@ -133,3 +133,62 @@ def test_controller_holds_even_before_its_first_timer_tick(chain):
     hold = core.update(0.2)
     assert core.watchdog.stale and hold.t == pytest.approx(1.0 + core.watchdog.period)
     np.testing.assert_allclose(hold.tau, gravity_torques(chain, Q), atol=1e-12)
+
+
+WARM_CHECK = """
+import dataclasses, json, sys
+import numpy as np
+sys.path.insert(0, {test!r})
+from conftest import URDF_DIR, table_values
+from dyn_control import kinematics, load_chain
+from dyn_control.controller_core import ControllerCore, warm_up
+from dyn_control.parameters import CONTROLLER
+from dyn_control.stages.settings import controller_settings
+
+def signatures():  # every compiled kernel's compiled or loaded signatures
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("dyn_control"):
+            for attr, value in vars(module).items():
+                for sig in getattr(value, "overloads", {{}}):
+                    found.add(f"{{name}}.{{attr}}{{sig}}")
+    return found
+
+chain = load_chain(URDF_DIR / "default_arm.urdf")
+settings = controller_settings(chain, table_values(CONTROLLER))
+warm_up(settings)
+before = signatures()
+core = ControllerCore(settings)
+q, zero = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]), np.zeros(7)
+t = 0.0
+for mode in ("gravity_pd", "cartesian_impedance", "feedforward", "cartesian_impedance"):
+    core.configure(dataclasses.replace(settings, mode=mode, target_filter=0.02))
+    for _ in range(3):
+        t += 0.001
+        core.update(t, (t, q, zero))
+    if mode == "cartesian_impedance":
+        R, p = kinematics.frame_pose(chain, q)
+        core.set_target_pose(R, p + 0.01)
+        core.update(t + 0.001, (t + 0.001, q, zero))
+    core.diagnostics()
+print(json.dumps({{"warm": len(before), "new": sorted(signatures() - before)}}))
+"""
+
+
+def test_after_warm_up_a_switch_of_mode_compiles_nothing(tmp_path):
+    # Reference: numba's own record of what it compiled or loaded (dispatcher overloads). A
+    # kernel first used at run time stalls the loop for its compile on a first run (20.7 s for
+    # the Cartesian law, beside a simulator whose command timeout then dropped the arm). A fresh
+    # process and a fresh cache: the warm-up itself compiles, then nothing else may.
+    import json
+    import os
+    import subprocess
+    import sys
+    from conftest import PACKAGE_DIR
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    code = WARM_CHECK.format(test=str(PACKAGE_DIR / "test"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=900, cwd=PACKAGE_DIR)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["warm"] > 10 and result["new"] == [], result
