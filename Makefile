@@ -70,7 +70,7 @@ bench-loop: $(VENV)/.runtime
 # a restructuring keeps the numbers: every public output against REV's (default HEAD), np.array_equal
 REV ?= HEAD
 equality: $(VENV)/.test
-	$(PY) bench/equality.py $(REV) 2>/dev/null
+	$(PY) bench/equality.py $(REV)
 
 clean:
 	rm -rf $(VENV) out build install log *.egg-info

@@ -13,6 +13,8 @@ Only public names are called, so the two revisions may differ in everything priv
 """
 
 import argparse
+import contextlib
+import io
 import os
 import pathlib
 import subprocess
@@ -174,7 +176,9 @@ def ticks(chain, rng):
 
 def save(path):
     arrays = {}
-    for k, (name, chain, _) in enumerate(models()):
+    with contextlib.redirect_stderr(io.StringIO()):  # xacro's notes on the robots' macros
+        found = models()
+    for k, (name, chain, _) in enumerate(found):
         rng = np.random.default_rng(k)
         for key, value in outputs(chain, rng).items():
             arrays[f"{name}:{key}"] = np.asarray(value)
