@@ -145,13 +145,13 @@ def ticks(chain, rng):
 
     out = {}
     for mode in ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance"):
-        try:
+        values = table_values(CONTROLLER, mode=mode)
+        before_stages = getattr(controller_core, "controller_settings", None)
+        if before_stages is not None:  # a revision before the tick's stages
+            core = controller_core.ControllerCore(chain, before_stages(chain, values))
+        else:
             from dyn_control.stages.settings import controller_settings
-            settings = controller_settings(chain, table_values(CONTROLLER, mode=mode))
-            core = controller_core.ControllerCore(settings)
-        except ImportError:  # before the tick's stages
-            settings = controller_core.controller_settings(chain, table_values(CONTROLLER, mode=mode))
-            core = controller_core.ControllerCore(chain, settings)
+            core = controller_core.ControllerCore(controller_settings(chain, values))
         q0 = default_initial_positions(chain)
         sim = Simulation(chain, q0, integrator="rk4")
         taus = []
@@ -175,9 +175,12 @@ def ticks(chain, rng):
 
 
 def save(path):
-    arrays = {}
+    # this side's package first, before the tests' conftest puts this tree's first on the path
+    import dyn_control
+    arrays = {"package": np.array(str(pathlib.Path(dyn_control.__file__).parent))}
     with contextlib.redirect_stderr(io.StringIO()):  # xacro's notes on the robots' macros
         found = models()
+    assert pathlib.Path(dyn_control.__file__).parent == pathlib.Path(arrays["package"].item())
     for k, (name, chain, _) in enumerate(found):
         rng = np.random.default_rng(k)
         for key, value in outputs(chain, rng).items():
@@ -215,11 +218,16 @@ def main():
     subprocess.run([sys.executable, __file__, "--save", str(folder / "after.npz")], check=True,
                    env=env)
     before, after = np.load(folder / "before.npz"), np.load(folder / "after.npz")
-    differ = [key for key in before.files
+    print(f"{args.rev}'s package: {before['package']}; this tree's: {after['package']}")
+    if str(before["package"]) == str(after["package"]):
+        print("both sides ran the same package: nothing was compared")
+        return 1
+    differ = [key for key in before.files if key != "package"
               if key not in after.files or not np.array_equal(before[key], after[key])]
-    arms = len({key.split(":")[0] for key in before.files})
-    print(f"{len(before.files)} arrays on {arms} models against {args.rev}: "
-          f"{len(before.files) - len(differ)} equal bit for bit, {len(differ)} differ")
+    keys = [key for key in before.files if key != "package"]
+    arms = len({key.split(":")[0] for key in keys})
+    print(f"{len(keys)} arrays on {arms} models against {args.rev}: "
+          f"{len(keys) - len(differ)} equal bit for bit, {len(differ)} differ")
     for key in differ:
         print(f"  differs: {key}")
     return 1 if differ else 0
