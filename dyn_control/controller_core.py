@@ -81,7 +81,7 @@ class ControllerCore(Events):
                                  friction_deadband=joint.friction_deadband, period=joint.period)
         cartesian_mode = s.mode == CARTESIAN_IMPEDANCE
         if cartesian_mode and self.state is not None:
-            problem = too_stiff(cartesian, self.state[1], s.control_period)
+            problem = too_stiff(cartesian, self.state[1], joint.period)
             if problem:
                 raise ValueError(problem)
         self.settings, self.cartesian = settings, cartesian

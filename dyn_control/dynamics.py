@@ -75,17 +75,9 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
-    try:  # a control loop's call: float64 vectors, no gravity or wrench to build (_plain, inline)
-        fast = (gravity is None and f_tip is None and q.dtype is qd.dtype is qdd.dtype is _F64
-                and q.shape == qd.shape == qdd.shape == chain.vector_shape)
-    except AttributeError:  # not arrays
-        fast = False
-    if fast:
-        tau = np.empty(chain.vector_shape)
-        try:
-            args = chain._workspaces.data.args  # this thread's workspace (Chain.workspace)
-        except AttributeError:
-            args = chain.workspace().args
+    if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call:
+        tau = np.empty(chain.vector_shape)  # no conversion, no gravity or wrench to build
+        args = chain.workspace().args
         _inverse_dynamics(*args, q, qd, qdd, _ZERO6, tau)
         return tau
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)

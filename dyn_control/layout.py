@@ -67,8 +67,7 @@ class Data:
     kernel takes them (kernel(*data.args, inputs...))."""
 
     def __init__(self, pack):
-        self.n = pack[0].shape[1]
-        self.arrays = workspace_arrays(self.n)
+        self.arrays = workspace_arrays(pack[0].shape[1])
         self.args = (*pack, *self.arrays)
 
 

@@ -63,7 +63,6 @@ class ControllerSettings:
     rate: float  # Hz, 0: a command per state
     state_timeout: float  # s
     on_state_timeout: str  # "hold" or "stop"
-    control_period: float  # s
     target_filter: float  # s
     nullspace_posture: np.ndarray  # None: the posture at entry
     joint: JointLaw
@@ -97,8 +96,7 @@ def controller_settings(chain, value, order=None):
         mode=mode, model=model, payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9),
         limits=joints.effort_limits(), max_effort_rate=value("max_effort_rate"),
         rate=value("rate"), state_timeout=value("state_timeout"),
-        on_state_timeout=value("on_state_timeout"), control_period=value("control_period"),
-        target_filter=value("target_filter"),
+        on_state_timeout=value("on_state_timeout"), target_filter=value("target_filter"),
         nullspace_posture=joints.positions("nullspace_posture"),
         joint=JointLaw(
             mode=mode if mode in MODES else MODES[0], kp=kp, kd=kd, ki=per_joint("ki"),

@@ -69,7 +69,7 @@ class CartesianTarget:
         given before any state, so not refused then): the arm holds its joints where they are
         instead, `refused` says why, until new settings come. Returns whether it entered."""
         s = self.settings
-        problem = too_stiff(self.cartesian, q, s.control_period)
+        problem = too_stiff(self.cartesian, q, s.joint.period)
         if problem:
             if self.refused is None:
                 self.refused = f"cartesian_impedance not entered, the joints hold: {problem}"
