@@ -1,0 +1,72 @@
+"""The generalized momentum p = M(q) qd and C(q, qd)^T qd from one pass, for the momentum
+observer (dyn_control.observer), and g(q) beside them.
+
+C^T qd does not depend on how C is factored: with T = 1/2 qd^T M qd, the Lagrange equations give
+C qd = M-dot qd - dT/dq, and M-dot = C + C^T for the Christoffel C, so C^T qd = dT/dq. Both come
+from the spatial momentum H_k of the subtree that joint k carries, in base axes about the base
+origin (Featherstone's notation, S_k joint k's motion axis, v_par the velocity of its parent):
+- p_k = S_k . H_k;
+- dT/dq_k = -S_k . (v_par x* H_k): turning joint k turns the axes of the joints beyond it
+  (dS_j/dq_k = S_k x S_j) and the bodies' inertias with them; what is left of T's change is
+  the parent's velocity seen from the turned subtree.
+"""
+
+import numpy as np
+
+from ..layout import PRISMATIC
+from . import views
+from .compile import jit
+from .frames import kinematics
+from .newton_euler import rnea
+from .so3 import add, cross, dot, mul, mul_t, row, scale
+
+_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
+
+
+@jit
+def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
+    """Fill p = M(q) qd, ctqd = C(q, qd)^T qd and g (n,) (the model's gravity torques) at
+    (q, qd). The workspace's w and dw blocks hold each body's spatial velocity (angular; the
+    velocity of the body point at the base origin), f and mo its subtree's momentum (linear;
+    angular about the base origin), all in base axes, until g's Newton-Euler pass reuses them."""
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
+    kinematics(m, d, q)
+    axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
+    Rw, pw, w_all, v_all, P_all, L_all = d.Rw, d.pw, d.w, d.dw, d.f, d.mo
+    n = q.shape[0]
+    zero = (0.0, 0.0, 0.0)
+    for i in range(n):  # forward: velocities, and each body's own momentum
+        j = parent[i]
+        w, v = (zero, zero) if j < 0 else (row(w_all, j), row(v_all, j))
+        a, o = mul(Rw, i, row(axis, i)), row(pw, i)
+        if jtype[i] == PRISMATIC:
+            v = add(v, scale(a, qd[i]))
+        else:
+            w = add(w, scale(a, qd[i]))
+            v = add(v, scale(cross(o, a), qd[i]))
+        wb = mul_t(Rw, i, w)  # body axes: the angular velocity, the body origin's velocity
+        vb = mul_t(Rw, i, add(v, cross(w, o)))
+        hi = row(h, i)
+        P = mul(Rw, i, add(scale(vb, mass[i]), cross(wb, hi)))
+        L = add(mul(Rw, i, add(mul(inertia_o, i, wb), cross(hi, vb))), cross(o, P))
+        for k in range(3):
+            w_all[i, k], v_all[i, k], P_all[i, k], L_all[i, k] = w[k], v[k], P[k], L[k]
+    for i in range(n - 1, -1, -1):  # backward: children first, so H_i is the whole subtree's
+        j = parent[i]
+        P, L = row(P_all, i), row(L_all, i)
+        wp, vp = (zero, zero) if j < 0 else (row(w_all, j), row(v_all, j))
+        a, o = mul(Rw, i, row(axis, i)), row(pw, i)
+        moment, force = add(cross(wp, L), cross(vp, P)), cross(wp, P)  # v_par x* H
+        if jtype[i] == PRISMATIC:
+            p[i], ctqd[i] = dot(a, P), -dot(a, force)
+        else:
+            oa = cross(o, a)
+            p[i] = dot(a, L) + dot(oa, P)
+            ctqd[i] = -(dot(a, moment) + dot(oa, force))
+        if j >= 0:
+            for k in range(3):
+                P_all[j, k] += P[k]
+                L_all[j, k] += L[k]
+    zeros = d.vectors[0]
+    zeros[:] = 0.0
+    rnea(m, d, zeros, zeros, m.a0, _ZERO6, g)

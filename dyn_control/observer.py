@@ -1,0 +1,115 @@
+"""The external joint torques an arm feels, from its model: De Luca's generalized-momentum
+observer, and the wrench at a frame that explains them. Pure numpy over the compiled kernels.
+
+The arm obeys M qdd + C qd + g = tau + tau_p + tau_ext (tau the applied torque, tau_p the
+joints' damping and friction, tau_ext what the world does). With p = M qd and M-dot = C + C^T:
+    p-dot = tau + tau_p + tau_ext - beta,    beta = g - C^T qd
+(kernels/momentum.py computes p, C^T qd and g in one pass). The residual
+    r = K_O (p - p(0) - integral of (tau + tau_p - beta + r))
+then obeys r-dot = K_O (tau_ext - r): a first-order filter of tau_ext, with no qdd and no M^-1.
+
+Sampled: between two states t0 and t1 the known part of p's change is dt tau, tau being the
+command held over the interval (what the controller sent after the state at t0), minus the
+damping's B (q1 - q0), exact whatever the motion, plus dt times the mean at both ends of
+C^T qd - g and of the friction (the trapezoid: its error is dt^2/12 of their second derivative
+in time, zero at rest). What is left, y = p1 - p0 - that, is the integral of
+tau_ext. The filter's exact discrete form for an input held over dt,
+    r1 = e^(-K dt) r0 + (1 - e^(-K dt)) y / dt,
+gives r = tau_ext (1 - e^(-K t)) exactly at every sample for a constant tau_ext: the gain
+(1 - e^(-K dt)) / dt, where Euler's K would overshoot for K dt near 1 and beyond.
+
+The damping and friction the URDF gives (those the controller compensates) are in tau_p, so they
+do not read as contact: -B qd - F clip(qd / FRICTION_VELOCITY, -1, 1). A joint that sticks
+inside its friction band does read its friction, as on every arm that estimates this way.
+"""
+
+import math
+
+import numpy as np
+
+from .dynamics import as_vector
+from .kernels.momentum import momentum_terms as _momentum_terms
+from .layout import Data
+
+# rad/s or m/s: Coulomb friction reaches its full value from here on (a sign of qd below would
+# flip on sensor noise)
+FRICTION_VELOCITY = 1e-3
+# The wrench at a frame is not estimated along a direction whose singular value of the frame's
+# Jacobian is below this (m, or rad: 1 mm of motion per rad of joint): the joints cannot feel a
+# force there, and 1/sigma would turn model noise into newtons
+SINGULAR_VALUE = 1e-3
+
+
+def momentum_terms(chain, q, qd):
+    """(p, C^T qd, g), each (n,): the generalized momentum M(q) qd, C(q, qd)^T qd (which does
+    not depend on how C is factored: it is dT/dq, T the kinetic energy) and g(q)."""
+    out = np.empty((3, chain.n))
+    _momentum_terms(*chain.workspace().args, as_vector(chain, q, "q"), as_vector(chain, qd, "qd"),
+                    out[0], out[1], out[2])
+    return out[0], out[1], out[2]
+
+
+def check_gain(gain):
+    """The observer gain K_O (1/s) as a float; ValueError names it and the value."""
+    if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not (
+            math.isfinite(gain) and gain > 0):
+        raise ValueError(f"external_torque.observer_gain must be a finite number > 0 (1/s), "
+                         f"got {gain!r}")
+    return float(gain)
+
+
+class MomentumObserver:
+    """The residual r (n,) N m or N of one model (module docstring), updated per joint state.
+
+    gain: K_O (1/s). damping (N m s/rad) and friction (N m) per joint: the passive torques to
+    take as known (default: the chain's, from the URDF; zeros to take them as external).
+    `update(t, q, qd, tau)` takes a state at time t (s, the state's stamp) and the torque
+    applied since the previous state; the first state, and one that does not come after the
+    previous one, starts the integral there (r is kept: it decays from what it was).
+    """
+
+    def __init__(self, chain, gain, damping=None, friction=None, r=None):
+        self.chain, self.gain = chain, check_gain(gain)
+        self.damping = chain.damping.copy() if damping is None else np.asarray(damping, float)
+        self.friction = chain.friction.copy() if friction is None else np.asarray(friction, float)
+        self.data = Data(chain.pack)  # the observer's workspace
+        self.terms = np.empty((3, chain.n))  # p, C^T qd, g of the last state
+        self.r = np.zeros(chain.n) if r is None else np.array(r, dtype=float)
+        self.wrap = np.array(chain.continuous, dtype=bool)  # a position that may jump by 2 pi
+        self.time = self.known = self.p = self.q = None
+
+    def restart(self):
+        """Start the integral again at the next state (a gap, a new model); r is kept."""
+        self.time = None
+
+    def update(self, t, q, qd, tau):
+        """r after the state (t, q, qd), tau (n,) the torque applied since the last state."""
+        terms = self.terms
+        _momentum_terms(*self.data.args, q, qd, terms[0], terms[1], terms[2])
+        p = terms[0].copy()
+        # C^T qd - g - friction: the known part of p-dot but tau and the damping
+        known = terms[1] - terms[2] - self.friction * np.clip(qd / FRICTION_VELOCITY, -1.0, 1.0)
+        q = np.array(q, dtype=float)
+        dt = None if self.time is None else t - self.time
+        if dt is not None and dt > 0:
+            moved = q - self.q  # the damping's integral is B times it, whatever the motion
+            moved[self.wrap] = (moved[self.wrap] + math.pi) % (2 * math.pi) - math.pi
+            y = p - self.p - dt * (tau + 0.5 * (known + self.known)) + self.damping * moved
+            decay = math.exp(-self.gain * dt)
+            self.r = decay * self.r + (1.0 - decay) / dt * y
+        self.time, self.p, self.known, self.q = t, p, known, q
+        return self.r
+
+
+def wrench_at(J, torques, singular_value=SINGULAR_VALUE):
+    """The wrench F (6,) [force N; moment N m] at a frame whose Jacobian is J (6, n) that best
+    explains the joint torques (n,) as J^T F, and whether J was singular.
+
+    (J^T)^+ with the singular values of J below `singular_value` dropped: near a singularity F
+    stays finite, has no part along the directions the joints cannot feel, and is flagged.
+    With fewer than 6 joints only the part of F that the joints can feel is estimated."""
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)  # J = U diag(s) Vt
+    keep = s > singular_value
+    # J^T F = tau  ->  F = U diag(1/s) Vt tau on the kept directions
+    F = U[:, keep] @ ((Vt[keep] @ torques) / s[keep])
+    return F, bool(not keep.all() or len(s) < 6)
