@@ -29,12 +29,13 @@ from . import kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
 from .control import ControlLaw
 from .cores import Events
-from .goals import Request
+from .goals import INVALID_GOAL, PATH_TOLERANCE_VIOLATED, Request
 from .simulation import default_initial_positions
+from .stages.contact import ContactMonitor
 from .stages.limits import OutputLimits
 from .stages.statistics import Statistics, report
 from .stages.target import CartesianTarget, too_stiff
-from .stages.tracking import GoalTracker
+from .stages.tracking import Goal, GoalTracker
 from .stages.watchdog import Watchdog
 
 
@@ -58,6 +59,7 @@ class ControllerCore(Events):
         super().__init__()
         self.watchdog, self.goals = Watchdog(self._say), GoalTracker(self._say)
         self.target, self.output = CartesianTarget(self._say), OutputLimits(self._say)
+        self.contact = ContactMonitor(self._say)
         self.stats = Statistics()
         self.settings = self.law = None
         self.state = None  # (stamp, q, qd) of the last good joint state
@@ -94,6 +96,12 @@ class ControllerCore(Events):
         self.law = ControlLaw(self.model, **vars(joint), limits=self.limits,
                               integral=None if self.law is None else self.law.integral)
         self.goals.configure(self.model, self.limits, s.goals, not cartesian_mode)
+        self.contact.configure(self.model, s.contact, s.cartesian.ee_link)
+        if s.contact is not None:  # comply: tau = g(q) - I(q) D qd, the damping compensated
+            zero = np.zeros(self.model.n)
+            self.comply_law = ControlLaw(self.model, "gravity_pd", zero, s.contact.comply_damping,
+                                         self.limits, joint.friction_compensation,
+                                         period=joint.period)
         was = before is not None and before.mode == CARTESIAN_IMPEDANCE
         if cartesian_mode:
             if not was or before.cartesian.ee_link != s.cartesian.ee_link:
@@ -105,8 +113,25 @@ class ControllerCore(Events):
     # ------------------------------------------------------------------ goals and targets
 
     def offer(self, request):
-        """A new goal (goals.Request) -> its Goal, refused (done), active or pending."""
+        """A new goal (goals.Request) -> its Goal, refused (done), active or pending; refused
+        with the collision's reason while one is latched and reacted to."""
+        if self.contact.reacting:
+            goal = Goal(request)
+            goal.end("aborted", INVALID_GOAL, f"{self.contact.collision}: call "
+                                              "~/reset_collision first")
+            self._say("error", f"trajectory refused: {goal.reason}", throttle=True)
+            return goal
         return self.goals.offer(request, self.state)
+
+    def reset_collision(self):
+        """Clear a latched collision -> (done, message); refused while still in contact. The
+        arm then holds where it is (cartesian_impedance: the current pose, at the next tick)."""
+        done, message = self.contact.reset()
+        if done and self.state is not None:
+            self.goals.hold_here(self.state)
+            self.target.task = None
+        self._say("info" if done else "warning", f"reset_collision {message}")
+        return done, message
 
     def cancel(self, goal):
         """End `goal` (pending or active) as canceled; whether there was anything to cancel."""
@@ -142,9 +167,25 @@ class ControllerCore(Events):
             self.goals.hold_here(state)
             self.target.task = None
             self.output.time = state[0] - self.watchdog.period  # the rate limit counts from here
+            self.contact.restart()
         self.state = state
         self.goals.start_pending(state)
+        collision = self.contact.observe(state, self.output.command)
+        if collision:
+            self._react(collision)
         return self.tick() if self.settings.rate == 0 else None
+
+    def _react(self, reason):
+        """A collision was latched: say it; with a reaction, end the goal (PATH_TOLERANCE_
+        VIOLATED, the closest of JTC's codes: the path could not be followed) and hold here."""
+        reaction = self.settings.contact.reaction
+        self._say("error", f"{reason}; reaction: {reaction}")
+        if reaction == "none":
+            return
+        if self.goals.goal is not None:
+            self.goals.finish(self.goals.goal, "aborted", PATH_TOLERANCE_VIOLATED,
+                              f"{reason}; reaction: {reaction}")
+        self.goals.hold_here(self.state)
 
     def tick(self):
         """One control step on the last good state (the rate timer's tick, or update's)."""
@@ -157,9 +198,13 @@ class ControllerCore(Events):
         dt = (0.0 if self.tick_time is None
               else min(max(t - self.tick_time, 0.0), self.settings.state_timeout))
         self.tick_time = t
-        target = (self.target.reference(q, dt) if self.settings.mode == CARTESIAN_IMPEDANCE
-                  else None)
-        if target is not None:
+        reacting = self.contact.reacting
+        target = (self.target.reference(q, dt)
+                  if self.settings.mode == CARTESIAN_IMPEDANCE and not reacting else None)
+        if reacting and self.settings.contact.reaction == "comply":
+            tau = self.comply_law(q, qd, q, np.zeros_like(q), np.zeros_like(q), dt)[0]
+            desired = errors = None
+        elif target is not None:
             task = self.target.task
             tau, task.error = self.cartesian(q, qd, *target, task.wrench, task.posture)
             desired = errors = None

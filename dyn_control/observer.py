@@ -9,10 +9,11 @@ joints' damping and friction, tau_ext what the world does). With p = M qd and M-
 then obeys r-dot = K_O (tau_ext - r): a first-order filter of tau_ext, with no qdd and no M^-1.
 
 Sampled: between two states t0 and t1 the known part of p's change is dt tau, tau being the
-command held over the interval (what the controller sent after the state at t0), minus the
-damping's B (q1 - q0), exact whatever the motion, plus dt times the mean at both ends of
-C^T qd - g and of the friction (the trapezoid: its error is dt^2/12 of their second derivative
-in time, zero at rest). What is left, y = p1 - p0 - that, is the integral of
+command held over the interval (what the controller sent after the state at t0), plus dt times
+the mean at both ends of tau_p - beta (the trapezoid: its error is dt^2/12 of their second
+derivative in time, zero at rest). The damping's integral is B (q1 - q0) exactly, but that
+multiplies position noise by B/dt (10^6 on Tiago's torso at 1 kHz) where B qd multiplies
+velocity noise by B. What is left, y = p1 - p0 - that, is the integral of
 tau_ext. The filter's exact discrete form for an input held over dt,
     r1 = e^(-K dt) r0 + (1 - e^(-K dt)) y / dt,
 gives r = tau_ext (1 - e^(-K t)) exactly at every sample for a constant tau_ext: the gain
@@ -75,8 +76,7 @@ class MomentumObserver:
         self.data = Data(chain.pack)  # the observer's workspace
         self.terms = np.empty((3, chain.n))  # p, C^T qd, g of the last state
         self.r = np.zeros(chain.n) if r is None else np.array(r, dtype=float)
-        self.wrap = np.array(chain.continuous, dtype=bool)  # a position that may jump by 2 pi
-        self.time = self.known = self.p = self.q = None
+        self.time = self.known = self.p = None
 
     def restart(self):
         """Start the integral again at the next state (a gap, a new model); r is kept."""
@@ -87,17 +87,14 @@ class MomentumObserver:
         terms = self.terms
         _momentum_terms(*self.data.args, q, qd, terms[0], terms[1], terms[2])
         p = terms[0].copy()
-        # C^T qd - g - friction: the known part of p-dot but tau and the damping
-        known = terms[1] - terms[2] - self.friction * np.clip(qd / FRICTION_VELOCITY, -1.0, 1.0)
-        q = np.array(q, dtype=float)
+        known = terms[1] - terms[2] - self.damping * qd - self.friction * np.clip(
+            qd / FRICTION_VELOCITY, -1.0, 1.0)  # tau_p - beta
         dt = None if self.time is None else t - self.time
         if dt is not None and dt > 0:
-            moved = q - self.q  # the damping's integral is B times it, whatever the motion
-            moved[self.wrap] = (moved[self.wrap] + math.pi) % (2 * math.pi) - math.pi
-            y = p - self.p - dt * (tau + 0.5 * (known + self.known)) + self.damping * moved
+            y = p - self.p - dt * (tau + 0.5 * (known + self.known))
             decay = math.exp(-self.gain * dt)
             self.r = decay * self.r + (1.0 - decay) / dt * y
-        self.time, self.p, self.known, self.q = t, p, known, q
+        self.time, self.p, self.known = t, p, known
         return self.r
 
 

@@ -235,6 +235,35 @@ CARTESIAN = (
           "0 = off", low=0.0, any_type=True),
 )
 
+# Contact: the momentum observer (dyn_control.observer) and Franka's two levels of detection
+# (dyn_control.stages.contact); per-joint values in `joints` order
+CONTACT = (
+    Param("external_torque.enabled", True, "estimate the external joint torques and the wrench "
+          "at each ee_link from the model (momentum observer), and detect collisions",
+          run_time=False),
+    Param("external_torque.observer_gain", 50.0, "1/s, K_O: the estimate follows the true "
+          "external torque as a first-order filter of time constant 1/K_O", low=0.0,
+          open_low=True, any_type=True),
+    Param("external_torque.publish_rate", 100.0, "Hz (state time) of `~/external_joint_torques` "
+          "and `~/external_wrench_in_base_frame`", run_time=False, low=0.0, open_low=True,
+          any_type=True),
+    Param("collision.joint_torque_contact", 5.0, "N·m or N, a scalar or one per joint: contact "
+          "while a joint's external torque is over it; 0 = not checked", any_type=True),
+    Param("collision.joint_torque_collision", 20.0, "N·m or N, a scalar or one per joint: a "
+          "collision (latched) once a joint's external torque is over it; 0 = not checked",
+          any_type=True),
+    Param("collision.force_contact", 10.0, "N: contact while the external force at an ee_link "
+          "is over it; 0 = not checked", low=0.0, any_type=True),
+    Param("collision.force_collision", 30.0, "N: a collision once the external force at an "
+          "ee_link is over it; 0 = not checked", low=0.0, any_type=True),
+    Param("collision.reaction", "hold", "on a collision: `hold` (stiff hold where the arm is), "
+          "`comply` (gravity compensation with damping: the arm can be pushed away) or `none` "
+          "(report only); `hold` and `comply` end the running goal and refuse new ones until "
+          "`~/reset_collision`", choices=("hold", "comply", "none")),
+    Param("collision.comply_damping", 10.0, "1/s: the joint damping of `comply`, times each "
+          "joint's inertia", low=0.0, any_type=True),
+)
+
 CONTROLLER = Table(
     *MODEL,
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q, q̇_d, q̈_d) + "
@@ -270,6 +299,7 @@ CONTROLLER = Table(
           low=0.0),
     *GOALS,
     *CARTESIAN,
+    *CONTACT,
 )
 
 SIMULATOR = Table(
@@ -353,10 +383,12 @@ def payload_model(chain, value):
 
 def tables():
     """(title, markdown) of each parameter table, in the order of docs/parameters.md."""
-    controller = tuple(p for p in CONTROLLER.params.values() if p not in GOALS + CARTESIAN)
+    controller = tuple(p for p in CONTROLLER.params.values()
+                       if p not in GOALS + CARTESIAN + CONTACT)
     return (("computed_torque_controller", CONTROLLER.markdown(controller)),
             ("computed_torque_controller: trajectory goals", CONTROLLER.markdown(GOALS)),
             ("computed_torque_controller: cartesian_impedance", CONTROLLER.markdown(CARTESIAN)),
+            ("computed_torque_controller: contact and collisions", CONTROLLER.markdown(CONTACT)),
             ("dynamics_simulator", SIMULATOR.markdown()),
             ("trajectory_demo", TRAJECTORY_DEMO.markdown()),
             ("cartesian_demo", CARTESIAN_DEMO.markdown()))

@@ -26,8 +26,11 @@ def chain():
 
 
 def settings(chain, **overrides):
-    """The controller's defaults (CONTROLLER's table, per-joint entries too) with overrides."""
-    return controller_settings(chain, table_values(CONTROLLER, **overrides))
+    """The controller's defaults (CONTROLLER's table, per-joint entries too) with overrides,
+    without the external-torque observer: these states are made up (the arm stays put under
+    any torque), which the observer rightly reads as a collision."""
+    return controller_settings(chain, table_values(
+        CONTROLLER, **{"external_torque.enabled": False, **overrides}))
 
 
 def core_at(chain, q=Q, t=1.0, **overrides):

@@ -54,6 +54,42 @@ class Goals:
 
 
 @dataclass(frozen=True, eq=False)
+class Contact:
+    """The observe stage's (stages.contact): the observer gain K_O (1/s), the contact and
+    collision levels per joint (N m or N, 0: not checked) and at each ee_link (N), the reaction
+    to a collision, and comply's damping (1/s, per joint)."""
+    observer_gain: float
+    joint_torque_contact: np.ndarray
+    joint_torque_collision: np.ndarray
+    force_contact: float
+    force_collision: float
+    reaction: str  # "hold", "comply" or "none"
+    comply_damping: np.ndarray
+
+
+def contact_settings(chain, value, per_joint):
+    """Contact from the parameters, or None when external_torque.enabled is false. ValueError
+    when a collision level is below its contact level (Franka's lower <= upper)."""
+    if not value("external_torque.enabled"):
+        return None
+    contact, collision = (per_joint("collision.joint_torque_contact"),
+                          per_joint("collision.joint_torque_collision"))
+    for name, low, high in zip(chain.joint_names, contact, collision):
+        if 0 < high < low:
+            raise ValueError(f"collision.joint_torque_collision on {name}: {high:g} is below "
+                             f"collision.joint_torque_contact {low:g}")
+    force_low, force_high = value("collision.force_contact"), value("collision.force_collision")
+    if 0 < force_high < force_low:
+        raise ValueError(f"collision.force_collision: {force_high:g} N is below "
+                         f"collision.force_contact {force_low:g} N")
+    return Contact(observer_gain=float(value("external_torque.observer_gain")),
+                   joint_torque_contact=contact, joint_torque_collision=collision,
+                   force_contact=float(force_low), force_collision=float(force_high),
+                   reaction=value("collision.reaction"),
+                   comply_damping=per_joint("collision.comply_damping"))
+
+
+@dataclass(frozen=True, eq=False)
 class ControllerSettings:
     mode: str
     model: Chain  # the URDF's chain with its payload: the one model every stage uses
@@ -68,6 +104,7 @@ class ControllerSettings:
     joint: JointLaw
     cartesian: Cartesian
     goals: Goals
+    contact: Contact  # None: no observer
 
 
 def controller_settings(chain, value, order=None):
@@ -112,6 +149,7 @@ def controller_settings(chain, value, order=None):
                 "nullspace_damping"),
             operational_space=bool(value("operational_space")),
             max_pose_error=gain_vector(value("max_pose_error"), 2, "max_pose_error")),
+        contact=contact_settings(chain, value, per_joint),
         goals=Goals(
             tolerances=goals.Tolerances.defaults(
                 constraint("trajectory"), constraint("goal"),

@@ -52,9 +52,10 @@ def report(core):
     """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports of a core."""
     stats, watchdog, s = core.stats, core.watchdog, core.settings
     p50, p99, worst = stats.compute_times()
-    refused = core.target.refused
+    refused, contact = core.target.refused, core.contact
     mode = ("waiting for joint states" if core.state is None else
             "holding: no good joint state" if watchdog.stale else
+            f"collision, {s.contact.reaction}: {contact.collision}" if contact.collision else
             "holding: " + refused if refused else "tracking")
     values = {
         "mode": s.mode, "ticks": stats.ticks, "compute_p50_us": p50, "compute_p99_us": p99,
@@ -83,4 +84,12 @@ def report(core):
         if len(links) > 1:
             for link, ek in zip(links, e):
                 values[f"{link}.pose_error_m"] = float(np.linalg.norm(ek[:3]))
-    return ("WARN" if watchdog.stale or refused else "OK", mode, values)
+    if contact.observer is not None:
+        values.update({
+            "external_torque_max_nm": round(float(np.abs(contact.observer.r).max()), 6),
+            "contact": contact.contact or "none", "collision": contact.collision or "none",
+            "collisions": contact.collisions})
+        if contact.forces is not None:
+            values["external_force_n"] = round(float(
+                np.linalg.norm(contact.forces[:, :3], axis=1).max()), 6)
+    return ("WARN" if watchdog.stale or refused or contact.collision else "OK", mode, values)
