@@ -7,6 +7,7 @@ between reading a message and writing one, driven by plain calls with explicit t
     command = core.tick()                         # a rate timer tick (rate > 0)
     goal = core.offer(request)                    # a trajectory goal (goals.Request)
     core.cancel(goal)                             # hold where the arm is; the goal ends
+    core.reset_collision()                        # clear a latched collision: (done, message)
 
 `now` is the watchdog's clock (s): simulated time under use_sim_time, steady time otherwise;
 `stamp` is the state's own time, the time of the trajectory and of the command. A call returns
@@ -14,10 +15,11 @@ a `Command` to publish, or None. What a person should read goes to `events` as (
 throttle) for the node to log; what a program needs to know goes to `diagnostics()`, never only
 to a log line. Pure numpy: tests drive it with synthetic time, no ROS needed.
 
-A tick is a pipeline of stages (dyn_control.stages): check (watchdog) -> reference (goals and
-their trajectory, or the Cartesian target) -> law -> limits (rate, finite) -> command. The core
-composes them and keeps the state machine that binds them: waiting for a state, tracking,
-holding (a goal ended, or cartesian_impedance refused), stale.
+A tick is a pipeline of stages (dyn_control.stages): check (watchdog) -> observe (external
+torques, contact and collision) -> reference (goals and their trajectory, or the Cartesian
+target) -> law -> limits (rate, finite) -> command. The core composes them and keeps the state
+machine that binds them: waiting for a state, tracking, holding (a goal ended, or
+cartesian_impedance refused), stale, collided (the reaction: hold, or comply's law).
 """
 
 from dataclasses import replace
@@ -29,13 +31,13 @@ from . import kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
 from .control import ControlLaw
 from .cores import Events
-from .goals import INVALID_GOAL, PATH_TOLERANCE_VIOLATED, Request
+from .goals import PATH_TOLERANCE_VIOLATED, Request
 from .simulation import default_initial_positions
 from .stages.contact import ContactMonitor
 from .stages.limits import OutputLimits
 from .stages.statistics import Statistics, report
 from .stages.target import CartesianTarget, too_stiff
-from .stages.tracking import Goal, GoalTracker
+from .stages.tracking import GoalTracker
 from .stages.watchdog import Watchdog
 
 
@@ -69,13 +71,11 @@ class ControllerCore(Events):
         self.configure(settings)
 
     def configure(self, settings):
-        """Take validated settings (controller_settings); the rebuilt law keeps the error
-        integral, the estimate of the unmodelled load. New default tolerances apply from the
-        next goal on (the active one keeps its own, as JTC). A mode switch hands the new law
-        the current state as its reference: entering cartesian_impedance (or a new ee_link)
-        takes the current pose as the target and the current posture as q_n; leaving it, the
-        joint law holds the measured position. ValueError, and nothing changes, when the
-        Cartesian stiffness is beyond what the control period holds at the arm's pose."""
+        """Take validated settings (controller_settings). The rebuilt law keeps the error
+        integral, the observer its estimate; new default tolerances apply from the next goal
+        (as JTC). Entering cartesian_impedance (or a new ee_link) targets the current pose and
+        posture; leaving it, the joint law holds the measured position. ValueError, and no
+        change, when the stiffness is beyond what the control period holds at the pose."""
         s, before = settings, self.settings
         joint = s.joint
         cartesian = CartesianLaw(s.model, **vars(s.cartesian), limits=s.limits,
@@ -96,12 +96,7 @@ class ControllerCore(Events):
         self.law = ControlLaw(self.model, **vars(joint), limits=self.limits,
                               integral=None if self.law is None else self.law.integral)
         self.goals.configure(self.model, self.limits, s.goals, not cartesian_mode)
-        self.contact.configure(self.model, s.contact, s.cartesian.ee_link)
-        if s.contact is not None:  # comply: tau = g(q) - I(q) D qd, the damping compensated
-            zero = np.zeros(self.model.n)
-            self.comply_law = ControlLaw(self.model, "gravity_pd", zero, s.contact.comply_damping,
-                                         self.limits, joint.friction_compensation,
-                                         period=joint.period)
+        self.contact.configure(self.model, s.contact, s.cartesian.ee_link, self.limits, joint)
         was = before is not None and before.mode == CARTESIAN_IMPEDANCE
         if cartesian_mode:
             if not was or before.cartesian.ee_link != s.cartesian.ee_link:
@@ -115,17 +110,11 @@ class ControllerCore(Events):
     def offer(self, request):
         """A new goal (goals.Request) -> its Goal, refused (done), active or pending; refused
         with the collision's reason while one is latched and reacted to."""
-        if self.contact.reacting:
-            goal = Goal(request)
-            goal.end("aborted", INVALID_GOAL, f"{self.contact.collision}: call "
-                                              "~/reset_collision first")
-            self._say("error", f"trajectory refused: {goal.reason}", throttle=True)
-            return goal
-        return self.goals.offer(request, self.state)
+        return self.goals.offer(request, self.state, self.contact.refusal)
 
     def reset_collision(self):
-        """Clear a latched collision -> (done, message); refused while still in contact. The
-        arm then holds where it is (cartesian_impedance: the current pose, at the next tick)."""
+        """Clear a latched collision -> (done, message), refused while in contact; then hold
+        where the arm is (cartesian_impedance: its current pose)."""
         done, message = self.contact.reset()
         if done and self.state is not None:
             self.goals.hold_here(self.state)
@@ -137,24 +126,15 @@ class ControllerCore(Events):
         """End `goal` (pending or active) as canceled; whether there was anything to cancel."""
         return self.goals.cancel(goal, self.state)
 
+    # the cartesian_impedance targets (stages.target.CartesianTarget says what each is)
     def set_target_pose(self, R, p, frame=0):
-        """The target pose of ee_link number `frame`: R (3, 3), p (3,) m in the base frame."""
-        self.target.running("target_pose", self.state).targets[frame] = (
-            np.array(R, dtype=float), np.array(p, dtype=float))
+        self.target.set_pose(self.state, R, p, frame)
 
     def set_target_wrench(self, wrench, frame=0):
-        """The feed-forward wrench (6,) [force N; moment N m], base axes, on ee_link `frame`."""
-        task = self.target.running("target_wrench", self.state)
-        w = task.wrench.copy()
-        w[6 * frame:6 * frame + 6] = wrench
-        task.wrench = w
+        self.target.set_wrench(self.state, wrench, frame)
 
     def set_target_joint(self, index, positions):
-        """Posture positions (rad or m) for the chain joints `index`; the others keep theirs."""
-        task = self.target.running("target_joint", self.state)
-        posture = task.posture.copy()
-        posture[np.asarray(index)] = positions
-        task.posture = posture
+        self.target.set_joint(self.state, index, positions)
 
     # ------------------------------------------------------------------ ticks
 
@@ -170,9 +150,8 @@ class ControllerCore(Events):
             self.contact.restart()
         self.state = state
         self.goals.start_pending(state)
-        collision = self.contact.observe(state, self.output.command)
-        if collision:
-            self._react(collision)
+        if self.contact.observe(state, self.output.command):  # a collision, latched now
+            self._react(self.contact.collision)
         return self.tick() if self.settings.rate == 0 else None
 
     def _react(self, reason):
@@ -180,12 +159,8 @@ class ControllerCore(Events):
         VIOLATED, the closest of JTC's codes: the path could not be followed) and hold here."""
         reaction = self.settings.contact.reaction
         self._say("error", f"{reason}; reaction: {reaction}")
-        if reaction == "none":
-            return
-        if self.goals.goal is not None:
-            self.goals.finish(self.goals.goal, "aborted", PATH_TOLERANCE_VIOLATED,
-                              f"{reason}; reaction: {reaction}")
-        self.goals.hold_here(self.state)
+        if reaction != "none":
+            self.goals.stop(self.state, PATH_TOLERANCE_VIOLATED, f"{reason}; reaction: {reaction}")
 
     def tick(self):
         """One control step on the last good state (the rate timer's tick, or update's)."""
@@ -202,8 +177,7 @@ class ControllerCore(Events):
         target = (self.target.reference(q, dt)
                   if self.settings.mode == CARTESIAN_IMPEDANCE and not reacting else None)
         if reacting and self.settings.contact.reaction == "comply":
-            tau = self.comply_law(q, qd, q, np.zeros_like(q), np.zeros_like(q), dt)[0]
-            desired = errors = None
+            tau, desired, errors = self.contact.comply(q, qd, dt), None, None
         elif target is not None:
             task = self.target.task
             tau, task.error = self.cartesian(q, qd, *target, task.wrench, task.posture)
@@ -244,14 +218,8 @@ class ControllerCore(Events):
     # ------------------------------------------------------------------ what it reports
 
     def feedback(self, goal):
-        """What the action's feedback reports on an active goal: (t, desired (q, qd, qdd),
-        actual (q, qd), errors (e, ed), index of the waypoint it heads for), or None before
-        a tick of it."""
-        last = self.last
-        if goal is not self.goals.goal or last is None or last.desired is None:
-            return None
-        _, q, qd = self.state
-        return (last.t, last.desired, (q, qd), last.errors, self.goals.next_point(goal, last.t))
+        """The action's feedback on an active goal (GoalTracker.feedback), or None."""
+        return self.goals.feedback(goal, self.last, self.state)
 
     def diagnostics(self):
         """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports."""

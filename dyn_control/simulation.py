@@ -92,6 +92,7 @@ class Simulation:
                                                 chain.position_max.copy())
         self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
         self.external = None  # (link, wrench (6,)) of a push
+        self.external_torques = np.zeros(chain.n)  # J^T wrench of the push over the last step
         self.data = Data(chain.pack)  # the step's workspace
 
     def push(self, wrench, link=None):
@@ -116,7 +117,10 @@ class Simulation:
         applied = self.tau
         if self.external is not None:
             link, wrench = self.external
-            applied = self.tau + frame_jacobian(self.chain, self.q, link).T @ wrench
+            self.external_torques = frame_jacobian(self.chain, self.q, link).T @ wrench
+            applied = self.tau + self.external_torques
+        elif self.external_torques.any():
+            self.external_torques = np.zeros(self.chain.n)
         try:
             q, qd = simulation_step(
                 *self.data.args, self.q, self.qd, applied, self.damping,

@@ -6,7 +6,9 @@ Subscribes /joint_states (sensor_msgs/JointState) and ~/joint_trajectory
 drives an arm); publishes /effort_controller/commands (std_msgs/Float64MultiArray in `joints`
 order, for ros2_control's forward_command_controller with interface_name: effort), ~/reference
 (JointState: q_d, qd_d, tau), ~/error (JointState: e, ed) and ~/controller_state
-(control_msgs/msg/JointTrajectoryControllerState). The controller itself is
+(control_msgs/msg/JointTrajectoryControllerState); with the external-torque observer,
+~/external_joint_torques, ~/external_wrench_in_base_frame and ~/reset_collision
+(controller_topics.ContactTopics). The controller itself is
 dyn_control.controller_core; this node declares its parameters (dyn_control.parameters.
 CONTROLLER), turns messages into calls and commands into messages.
 """
@@ -23,7 +25,7 @@ from ..parameters import CONTROLLER
 from ..stages.settings import controller_settings
 from . import messages, trajectory_action
 from .clock_check import ClockCheck
-from .controller_topics import CartesianTargets, CommandTopics
+from .controller_topics import CartesianTargets, CommandTopics, ContactTopics
 from .diagnostics import log_events, publish_diagnostics
 from .model_source import build_chain, configure_from_model
 from .params import (StartupError, declare_parameters, parameter_reader, reliability,
@@ -77,6 +79,9 @@ class ComputedTorqueController(Node):
         self.reader = messages.JointStateReader(chain.joint_names)
         self.topics.configure(chain, self.order, self.get_parameter("state_publish_rate").value)
         warm_up(core.settings)  # compile or load the kernels now, not in the first tick
+        self.contact_topics = (None if core.settings.contact is None else ContactTopics(
+            self, core.settings.cartesian.ee_link, chain,
+            self.get_parameter("external_torque.publish_rate").value))
         self.core = core
         if trajectory_action.AVAILABLE:
             port = trajectory_action.GoalPort(self.offer, self.cancel, core.feedback)
@@ -140,6 +145,8 @@ class ComputedTorqueController(Node):
     def _send(self, command):
         if command is not None:
             self.topics.publish(command, self.core)
+            if self.contact_topics is not None:
+                self.contact_topics.publish(command.t, self.core)
         self.log_core_events()
 
     def shutdown(self):

@@ -6,6 +6,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 
 from .. import kinematics
 from . import messages, trajectory_action
@@ -99,3 +100,47 @@ class CartesianTargets:
         except ValueError as err:  # BadMessage too
             warn_throttled(node, what, str(err) if str(err).startswith(what) else
                            f"{what} refused: {err}")
+
+
+class ContactTopics:
+    """The observe stage's topics, with franka_ros2's names (franka_robot_state_broadcaster),
+    and its sign: what the robot applies to the world, the opposite of the observer's r.
+    At external_torque.publish_rate (state time): ~/external_joint_torques (JointState: name,
+    effort N m or N), and ~/external_wrench_in_base_frame (WrenchStamped, frame_id the root
+    link) at ee_link, or ~/<link>/external_wrench_in_base_frame for each of several. And the
+    service ~/reset_collision (std_srvs/Trigger): success and the reason in message."""
+
+    def __init__(self, node, ee_links, chain, rate):
+        self.node = node
+        self.torque_pub = node.create_publisher(JointState, "~/external_joint_torques", 10)
+        self.torque_msg = messages.JointStateWriter(chain.joint_names, ("effort",))
+        prefixes = [f"~/{link}/" for link in ee_links] if len(ee_links) > 1 else ["~/"]
+        self.wrench_pubs = [node.create_publisher(WrenchStamped,
+                                                  prefix + "external_wrench_in_base_frame", 10)
+                            for prefix in prefixes]
+        self.wrench_msg = WrenchStamped()
+        self.wrench_msg.header.frame_id = chain.root_link
+        self.period, self.time = 1.0 / rate, -np.inf
+        node.create_service(Trigger, "~/reset_collision", self.on_reset)
+
+    def publish(self, t, core):
+        """The estimate at state time t, a period after the last (either way: a restart)."""
+        if abs(t - self.time) < self.period - 1e-6 or core.contact.observer is None:
+            return
+        self.time = t
+        self.torque_pub.publish(self.torque_msg.fill(t, -core.contact.observer.r))
+        forces, _ = core.contact.wrenches(core.state[1])
+        messages.set_stamp(self.wrench_msg.header.stamp, t)
+        w = self.wrench_msg.wrench
+        for pub, F in zip(self.wrench_pubs, -forces):
+            (w.force.x, w.force.y, w.force.z), (w.torque.x, w.torque.y, w.torque.z) = F[:3], F[3:]
+            pub.publish(self.wrench_msg)
+
+    def on_reset(self, request, response):
+        core = self.node.core
+        if core is None:
+            response.success, response.message = False, "refused: the controller has no model yet"
+        else:
+            response.success, response.message = core.reset_collision()
+            self.node.log_core_events()
+        return response

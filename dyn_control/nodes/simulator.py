@@ -4,7 +4,10 @@ Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` ord
 the last one, and ~/external_wrench (geometry_msgs/WrenchStamped: a push on the link named by
 frame_id, empty for the tip link, in base axes at the link's origin, until the next one; a zero
 wrench ends it); publishes /joint_states (every chain joint: position, velocity, effort = applied
-torque) stamped with the simulation time, and /clock when publish_clock is true. The simulated
+torque) stamped with the simulation time, ~/applied_external_joint_torques (JointState: name and
+effort, the joint torques J^T w that the push applied over the step before the state, with the
+state's stamp) with each state while a push acts and once more when it ends (zeros), and /clock
+when publish_clock is true. The simulated
 arm is dyn_control.simulator_core; this node declares its parameters
 (dyn_control.parameters.SIMULATOR), runs the stepping thread and moves messages.
 
@@ -57,6 +60,7 @@ class DynamicsSimulator(Node):
         self.state_pub = self.create_publisher(
             JointState, "/robot_joint_states" if self.by_name else "/joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
+        self.truth_pub = self.create_publisher(JointState, "~/applied_external_joint_torques", 10)
         configure_from_model(self)
         if self.by_name:
             self.create_subscription(JointState, "/robot_joint_commands", self.on_joint_command,
@@ -78,6 +82,7 @@ class DynamicsSimulator(Node):
             raise StartupError(f"parameter {err}") from err
         self.publish_clock = bool(value("publish_clock"))
         self.state_msg = messages.JointStateWriter(chain.joint_names)
+        self.truth_msg, self.pushed = messages.JointStateWriter(chain.joint_names, ("effort",)), False
         # load (or on a first run compile) the step's kernel now, not in the first step
         SimulatorCore(chain, core.settings).sim.step(np.zeros(chain.n))
         self.core = core
@@ -143,6 +148,10 @@ class DynamicsSimulator(Node):
         # a stamp of 0 means "unstamped" to ROS (the controller takes its own clock for it, on
         # another time base when the two clocks differ), so the state at t = 0 is stamped 1 ns
         self.state_pub.publish(self.state_msg.fill(max(sim.t, 1e-9), sim.q, sim.qd, sim.tau))
+        pushed = sim.external_torques.any()
+        if pushed or self.pushed:
+            self.truth_pub.publish(self.truth_msg.fill(max(sim.t, 1e-9), sim.external_torques))
+        self.pushed = pushed
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=messages.to_stamp(sim.t)))
 

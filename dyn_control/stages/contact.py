@@ -9,6 +9,7 @@ topics publish is the node's business (Franka's sign, dyn_control.nodes.controll
 import numpy as np
 
 from .. import kinematics
+from ..control import ControlLaw
 from ..observer import MomentumObserver, wrench_at
 
 
@@ -31,14 +32,20 @@ class ContactMonitor:
         self.collision = ""  # the latched collision's reason, "" when none
         self.collisions = 0  # collisions latched since the start
         self.forces = None  # (k, 6) wrench at each ee_link at the last state, when computed
+        self.singular = ()  # the ee_links whose Jacobian was singular at the last wrench
 
-    def configure(self, model, settings, ee_links):
-        """settings: stages.settings.Contact, or None (off). A new model (a payload) starts a
-        new observer that keeps r: the estimate carries on and converges to the new model's."""
+    def configure(self, model, settings, ee_links, limits, joint):
+        """settings: stages.settings.Contact, or None (off); limits, the effort limits, and
+        joint (settings.JointLaw), the friction compensation and the period of comply's law. A
+        new model (a payload) starts a new observer that keeps r: the estimate carries on and
+        converges to the new model's."""
         self.settings, self.ee_links = settings, ee_links
         if settings is None:
             self.observer = None
             return
+        zero = np.zeros(model.n)  # comply: tau = g(q) - I(q) D qd, the damping compensated
+        self.comply_law = ControlLaw(model, "gravity_pd", zero, settings.comply_damping, limits,
+                                     joint.friction_compensation, period=joint.period)
         kept = self.observer
         if kept is None or kept.chain is not model or kept.gain != settings.observer_gain:
             self.observer = MomentumObserver(model, settings.observer_gain,
@@ -48,6 +55,15 @@ class ContactMonitor:
     def reacting(self):
         """Whether a collision is latched that the controller reacts to."""
         return bool(self.collision) and self.settings.reaction != "none"
+
+    @property
+    def refusal(self):
+        """Why a new goal is refused now, or None."""
+        return f"{self.collision}: call ~/reset_collision first" if self.reacting else None
+
+    def comply(self, q, qd, dt):
+        """comply's torque at (q, qd): gravity compensation with damping."""
+        return self.comply_law(q, qd, q, np.zeros_like(q), np.zeros_like(q), dt)[0]
 
     def restart(self):
         if self.observer is not None:
@@ -85,6 +101,7 @@ class ContactMonitor:
         whether its Jacobian is singular there) from the current residual."""
         model, r = self.observer.chain, self.observer.r
         found = [wrench_at(kinematics.frame_jacobian(model, q, link), r) for link in self.ee_links]
+        self.singular = tuple(link for link, (_, s) in zip(self.ee_links, found) if s)
         return np.array([F for F, _ in found]), np.array([s for _, s in found])
 
     def reset(self):

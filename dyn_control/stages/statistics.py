@@ -88,7 +88,8 @@ def report(core):
         values.update({
             "external_torque_max_nm": round(float(np.abs(contact.observer.r).max()), 6),
             "contact": contact.contact or "none", "collision": contact.collision or "none",
-            "collisions": contact.collisions})
+            "collisions": contact.collisions,
+            "external_wrench_singular_at": ", ".join(contact.singular) or "none"})
         if contact.forces is not None:
             values["external_force_n"] = round(float(
                 np.linalg.norm(contact.forces[:, :3], axis=1).max()), 6)

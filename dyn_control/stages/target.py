@@ -93,6 +93,25 @@ class CartesianTarget:
                 raise ValueError(f"{what} ignored: {self.refused}")
         return self.task
 
+    def set_pose(self, state, R, p, frame=0):
+        """The target pose of ee_link number `frame`: R (3, 3), p (3,) m in the base frame."""
+        self.running("target_pose", state).targets[frame] = (
+            np.array(R, dtype=float), np.array(p, dtype=float))
+
+    def set_wrench(self, state, wrench, frame=0):
+        """The feed-forward wrench (6,) [force N; moment N m], base axes, on ee_link `frame`."""
+        task = self.running("target_wrench", state)
+        w = task.wrench.copy()
+        w[6 * frame:6 * frame + 6] = wrench
+        task.wrench = w
+
+    def set_joint(self, state, index, positions):
+        """Posture positions (rad or m) for the chain joints `index`; the others keep theirs."""
+        task = self.running("target_joint", state)
+        posture = task.posture.copy()
+        posture[np.asarray(index)] = positions
+        task.posture = posture
+
     def reference(self, q, dt):
         """(R_d (f, 3, 3), p_d (f, 3)) the law tracks after dt s, entering the mode if it must;
         None when it cannot be entered (the joints hold)."""

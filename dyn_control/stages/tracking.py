@@ -51,15 +51,20 @@ class GoalTracker:
     def configure(self, model, limits, settings, joint_mode):
         self.model, self.limits, self.settings, self.joint_mode = model, limits, settings, joint_mode
 
-    def offer(self, request, state):
+    def offer(self, request, state, refusal=None):
         """A new goal (goals.Request) at the last good state (None before the first) -> its
-        Goal, refused (done), active or pending.
+        Goal, refused (done), active or pending. `refusal`: a reason to refuse any goal now
+        (INVALID_GOAL; the running one goes on).
 
         Checked at once against the model, the tolerances and the limits (trajectory_check);
         on refusal the running goal goes on. An accepted goal preempts the running one, which
         ends aborted with INVALID_GOAL, as JTC ends a preempted goal. Before the first joint
         state a goal is kept (a newer one replaces it) and checked when that state comes."""
         goal = Goal(request)
+        if refusal:
+            goal.end("aborted", goals.INVALID_GOAL, refusal)
+            self.say("error", f"trajectory refused: {refusal}", throttle=True)
+            return goal
         if state is None:
             if self.pending is not None:
                 self.finish(self.pending, "aborted", goals.INVALID_GOAL,
@@ -190,6 +195,21 @@ class GoalTracker:
         self.hold_here(state)
         self.finish(goal, "aborted", code, reason + "; holding where the arm is")
         return True
+
+    def stop(self, state, code, reason):
+        """End the active goal aborted with `code` and hold where the arm is (a collision)."""
+        if self.goal is not None:
+            self.finish(self.goal, "aborted", code, reason)
+        self.hold_here(state)
+
+    def feedback(self, goal, last, state):
+        """What the action's feedback reports on the active `goal`, from the last Command
+        sent and the last state: (t, desired (q, qd, qdd), actual (q, qd), errors (e, ed),
+        index of the waypoint it heads for), or None before a tick of it."""
+        if goal is not self.goal or last is None or last.desired is None:
+            return None
+        _, q, qd = state
+        return (last.t, last.desired, (q, qd), last.errors, self.next_point(goal, last.t))
 
     def next_point(self, goal, t):
         """For the action's feedback: the index of the waypoint `goal` heads for at t."""
