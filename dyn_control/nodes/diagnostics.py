@@ -52,15 +52,24 @@ def read_diagnostics(msg):
 
 def log_events(node, core):
     """Log what a core said since the last call, at its level (throttled where it asks)."""
-    logger = node.get_logger()  # (rclpy fixes a call site's severity: one call per level)
+    logger = node.get_logger()
+    # rclpy fixes a call site's severity and filters: a throttled and a plain call at one
+    # site raise ValueError ("Requested logging filters cannot be changed between calls"),
+    # which killed the controller when a collision's error came before a refusal's
     for level, text, throttle in core.drain():
-        seconds = 1.0 if throttle else 0.0
-        if level == "info":
+        if throttle:
+            if level == "info":
+                logger.info(text, throttle_duration_sec=1.0)
+            elif level == "warning":
+                logger.warning(text, throttle_duration_sec=1.0)
+            else:
+                logger.error(text, throttle_duration_sec=1.0)
+        elif level == "info":
             logger.info(text)
         elif level == "warning":
-            logger.warning(text, throttle_duration_sec=seconds)
+            logger.warning(text)
         else:
-            logger.error(text, throttle_duration_sec=seconds)
+            logger.error(text)
 
 
 def warn_throttled(node, key, text, period=1.0):

@@ -18,7 +18,7 @@ def _over(values, levels, what, unit, names):
     N·m over 20.0" (what, name, value, unit, level), or None."""
     for name, value, level in zip(names, values, levels):
         if 0 < level < abs(value):
-            return f"{what} {name}: {value:.1f} {unit} over {level:.1f}"
+            return f"{what} {name}: {value:.2f} {unit} over {level:.1f}"
     return None
 
 
