@@ -1,6 +1,6 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
 #   make demo   closed-loop simulated arm (ARM=default_arm, two_link, dual_arm or a URDF path;
-#               MODE=cartesian; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs)
+#               MODE=cartesian or contact; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs)
 #   make test   the whole test suite (what CI runs)
 #   make test-fast  the tests that start no processes (the library and the cores), for iteration
 #   make soak   the 10-minute soak (make test runs a 1-minute one)

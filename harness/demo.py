@@ -2,6 +2,9 @@
 
     python -m harness.demo [--arm default_arm|two_link|PATH] [--duration 10] [--mode MODE]
 
+With --mode contact (make demo MODE=contact) a push and a collision come during the trajectory,
+and the controller's estimate is compared with the simulator's truth (harness/contact.py).
+
 With --mode cartesian_impedance (make demo MODE=cartesian) the controller holds the end
 effector's pose, cartesian_demo moves its target around a circle, and the simulator pushes it;
 on a tree whose parameters file names several ee_links (ARM=dual_arm), both hands are held
@@ -121,6 +124,9 @@ def run_demo(args):
           f"(ROS_DOMAIN_ID={domain}, logs in {out}/)", flush=True)
     if args.mode in ("cartesian", "cartesian_impedance"):
         return cartesian_main(args, out, domain)
+    if args.mode == "contact":
+        from .contact import contact_main
+        return contact_main(args, out, domain)
     result = closed_loop(args.arm, args.duration, args.mode, out, domain,
                          model_params=model_params(args))
     rms, worst = tracking_figures(result)

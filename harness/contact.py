@@ -1,0 +1,257 @@
+"""make demo MODE=contact: the default arm runs the demo trajectory, a known push comes midway and
+later a collision; the controller's estimate is printed and plotted against the simulator's
+truth.
+
+On simulation time, from the trajectory's start: a push of PUSH N at the hand from 3.0 to 4.5 s
+(over the 10 N contact level, under every collision level), then COLLISION N from 6.0 s until
+the goal has ended. The controller publishes its estimate at 1 kHz here (100 Hz by default), so
+the detection time is read to the millisecond from ~/external_joint_torques. Its sign is
+franka_ros2's (what the robot applies); the truth, ~/applied_external_joint_torques, is what the
+push applies: the figures compare the estimate with minus the truth.
+"""
+
+import math
+import pathlib
+import time
+
+import numpy as np
+
+from . import processes
+from .metrics import CONTROLLER_LINE, DEMO_LINE, SIMULATOR_LINE, status_line
+from .plots import figure
+
+PUSH = np.array([0.0, 10.0, -10.0, 0.0, 0.0, 0.0])  # N, base axes: 14.1 N
+COLLISION = np.array([60.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # N: 44 N m on joint2 at the bent pose
+CONTROLLER, SIMULATOR = "/computed_torque_controller", "/dynamics_simulator"
+
+
+def _recorder():
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import Trigger
+
+    from dyn_control.nodes import messages
+    from dyn_control.nodes.diagnostics import read_diagnostics
+
+    from .background import BackgroundNode
+
+    class ContactRecorder(BackgroundNode):
+        def __init__(self):
+            super().__init__("contact_demo_recorder")
+            self.rows = {"states": [], "estimate": [], "wrench": [], "truth": []}
+            self.diagnostics = {}
+
+            def keep(key, read):
+                def callback(msg):
+                    with self.lock:
+                        self.rows[key].append((messages.to_seconds(msg.header.stamp), read(msg)))
+                return callback
+
+            def wrench(msg):
+                f, m = msg.wrench.force, msg.wrench.torque
+                return np.array([f.x, f.y, f.z, m.x, m.y, m.z])
+
+            def diagnostics(msg):
+                with self.lock:
+                    self.diagnostics.update(read_diagnostics(msg))
+
+            for key, kind, topic, read in (
+                    ("states", JointState, "/joint_states", lambda m: np.array(m.position)),
+                    ("estimate", JointState, f"{CONTROLLER}/external_joint_torques",
+                     lambda m: np.array(m.effort)),
+                    ("wrench", WrenchStamped, f"{CONTROLLER}/external_wrench_in_base_frame", wrench),
+                    ("truth", JointState, f"{SIMULATOR}/applied_external_joint_torques",
+                     lambda m: np.array(m.effort))):
+                self.create_subscription(kind, topic, keep(key, read), 5000)
+            self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
+            self.pusher = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
+            self.reset = self.create_client(Trigger, f"{CONTROLLER}/reset_collision")
+            self.start()
+
+        def now(self):
+            with self.lock:
+                return self.rows["states"][-1][0] if self.rows["states"] else -1.0
+
+        def series(self, key):
+            with self.lock:
+                rows = list(self.rows[key])
+            return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+
+        def push(self, w):
+            msg = WrenchStamped()
+            f, m = msg.wrench.force, msg.wrench.torque
+            (f.x, f.y, f.z), (m.x, m.y, m.z) = w[:3], w[3:]
+            self.pusher.publish(msg)
+
+        def call_reset(self, timeout=10.0):
+            future = self.call_in_spin(lambda: self.reset.call_async(Trigger.Request()))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if future.done() and (not hasattr(future.result(), "done") or
+                                      future.result().done()):
+                    inner = future.result()
+                    return inner.result() if hasattr(inner, "done") else inner
+                time.sleep(0.01)
+            return None
+
+    return ContactRecorder()
+
+
+def _until(condition, nodes, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if any(not node.running() for node in nodes):
+            raise RuntimeError(f"a node stopped while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def contact_loop(arm, out, domain, timeout=120.0):
+    """Run the scenario of the module docstring; return what was recorded and the phases."""
+    import os
+
+    import rclpy
+    os.environ["ROS_DOMAIN_ID"] = str(domain)
+    urdf, configs = processes.arm_files(arm)
+    common = {"urdf_file": str(urdf)}
+    env, nodes, phases = processes.loop_env(), [], {}
+    rclpy.init()
+    rec = _recorder()
+    try:
+        nodes.append(processes.NodeProcess("dynamics_simulator", [processes.config("simulator"),
+                                                                  *configs], common,
+                                           log_dir=out, env=env))
+        nodes.append(processes.NodeProcess(
+            "computed_torque_controller", [processes.config("controller"), *configs],
+            {**common, "use_sim_time": True, "external_torque.publish_rate": 1000.0},
+            log_dir=out, env=env))
+        _until(lambda: rec.series("estimate")[0].size, nodes, timeout, "the estimate")
+        nodes.append(processes.NodeProcess("trajectory_demo", [processes.config("demo")],
+                                           {**common, "use_sim_time": True, "duration": 10.0},
+                                           log_dir=out, env=env))
+        demo = lambda: rec.diagnostics.get("trajectory_demo", {})  # noqa: E731
+        _until(lambda: demo().get("message") not in (None, "waiting"), nodes, timeout, "the goal")
+        start = rec.now()
+        for name, at, wrench in (("push", 3.0, PUSH), ("push_end", 4.5, np.zeros(6)),
+                                 ("collision", 6.0, COLLISION)):
+            _until(lambda: rec.now() >= start + at, nodes, timeout, f"t = {at} s")
+            rec.push(wrench)
+            phases[name] = rec.now()
+        _until(lambda: "result" in demo(), nodes, timeout, "the goal's result")
+        hold = rec.now()
+        _until(lambda: rec.now() >= hold + 0.5, nodes, timeout, "the hold")
+        rec.push(np.zeros(6))
+        phases["released"] = rec.now()
+        _until(lambda: rec.now() >= phases["released"] + 0.5, nodes, timeout, "the release")
+        reset = rec.call_reset()
+        time.sleep(1.2)  # a /diagnostics after the reset
+    finally:
+        codes = {node.name: node.stop() for node in reversed(nodes)}
+        recorded = {key: rec.series(key) for key in rec.rows}
+        diagnostics = dict(rec.diagnostics)
+        rec.close()
+        rclpy.try_shutdown()
+    return {**recorded, "phases": phases, "start": start, "reset": reset, "exit_codes": codes,
+            "diagnostics": diagnostics}
+
+
+def contact_main(args, out, domain):
+    from dyn_control import load_chain
+    from dyn_control.parameters import CONTROLLER as TABLE
+
+    out = pathlib.Path(out)
+    names = load_chain(processes.arm_files(args.arm)[0]).joint_names
+    r = contact_loop(args.arm, out, domain)
+    ph, gain = r["phases"], TABLE["external_torque.observer_gain"].default
+    level = TABLE["collision.joint_torque_collision"].default
+    te, est = r["estimate"]
+    tt, truth = r["truth"]
+    tw, wrench = r["wrench"]
+    window = (tw >= ph["push_end"] - 0.3) & (tw < ph["push_end"])
+    F = wrench[window].mean(axis=0)
+    error = np.linalg.norm(F + PUSH) / np.linalg.norm(PUSH)
+    print(f"\npush of {np.linalg.norm(PUSH):.1f} N at the hand, {PUSH[:3].tolist()} N: the "
+          f"controller's estimate of what the robot applies, mean over the push's last 0.3 s:\n"
+          f"  force {np.round(F[:3], 3).tolist()} N, moment {np.round(F[3:], 3).tolist()} N m: "
+          f"{100 * error:.2f} % from minus the push")
+    # the estimate is a first-order filter of the truth (and the truth changes as the arm moves):
+    # compare it with the truth through that filter, sample by sample at 1 kHz
+    decay, filtered, rows = math.exp(-gain * 1e-3), np.zeros(truth.shape[1]), {}
+    for t, value in zip(tt, truth):
+        filtered = decay * filtered + (1 - decay) * value
+        rows[round(t, 6)] = filtered
+    during = [(e, rows[round(t, 6)]) for t, e in zip(te, est)
+              if round(t, 6) in rows and ph["push"] + 0.2 <= t < ph["push_end"]]
+    gap = max(np.abs(e + f).max() for e, f in during) / max(np.abs(f).max() for _, f in during)
+    print(f"  joint torques against the simulator's truth through the observer's filter "
+          f"(1 - e^(-K_O t)): largest gap {100 * gap:.2f} % of the largest true torque")
+    print(f"\ncollision push of {np.linalg.norm(COLLISION):.0f} N at the hand "
+          f"(K_O {gain:g} 1/s):")
+    onset = tt[(tt > ph["collision"]) & np.any(truth != 0, axis=1)][0]
+    first = truth[tt == onset][0]
+    joint = int(np.argmax(np.abs(first)))
+    force_level = TABLE["collision.force_collision"].default
+    for what, times, values, lvl, amplitude in (
+            (f"the estimate on {names[joint]}", te, np.abs(est[:, joint]), level,
+             abs(first[joint])),
+            ("the force at the hand", tw, np.linalg.norm(wrench[:, :3], axis=1), force_level,
+             np.linalg.norm(COLLISION[:3]))):
+        # the state at the onset's stamp carries the first step of the push: from a step before
+        crossed = times[(times >= onset) & (values > lvl)][0] - onset + 1e-3
+        closed = -math.log(1 - lvl / amplitude) / gain
+        print(f"  {what} crossed {lvl:g} {1e3 * crossed:.0f} ms after the collision push began; "
+              f"closed form -ln(1 - {lvl:g}/{amplitude:.1f})/K_O = {1e3 * closed:.1f} ms")
+    ts, q = r["states"]
+    held = (ts >= ph["released"] - 0.3) & (ts < ph["released"])
+    demo = r["diagnostics"].get("trajectory_demo", {})
+    print(f"reaction (hold): the goal ended {demo.get('result')}: {demo.get('result_string')}")
+    print(f"  the arm moved {np.abs(q[held] - q[held][-1]).max():.2e} rad over the last 0.3 s "
+          "of the hold, still pushed")
+    reset = r["reset"]
+    print("reset_collision after the push: " + ("no answer" if reset is None else
+                                                f"{reset.success}, {reset.message}"))
+    print("\ncontroller " + status_line(r["diagnostics"], "computed_torque_controller",
+                                         CONTROLLER_LINE))
+    print("simulator " + status_line(r["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
+    print("trajectory_demo " + status_line(r["diagnostics"], "trajectory_demo", DEMO_LINE))
+    print(f"exit codes after Ctrl-C: {r['exit_codes']}")
+    path = out / "demo_contact.png"
+    _plot(r, names, path)
+    print(f"plot written to {path}")
+    ok = (reset is not None and reset.success and "collision" in str(demo.get("result_string"))
+          and all(c == 0 for c in r["exit_codes"].values()))
+    return 0 if ok else 1
+
+
+def _plot(r, names, path):
+    t0 = r["start"]
+    tw, wrench = r["wrench"]
+    te, est = r["estimate"]
+    tt, truth = r["truth"]
+    gaps = np.flatnonzero(np.diff(tt) > 2e-3) + 1  # published only while pushed: break the line
+    tt, truth = np.insert(tt, gaps, np.nan), np.insert(truth, gaps, np.nan, axis=0)
+    ts, q = r["states"]
+    truth_force = np.zeros((len(tw), 3))
+    ph = r["phases"]
+    truth_force[(tw >= ph["push"]) & (tw < ph["push_end"])] = -PUSH[:3]
+    truth_force[(tw >= ph["collision"]) & (tw < ph["released"])] = -COLLISION[:3]
+    with figure(path, "dyn_control: contact, estimated (solid) against the truth (dashed)", 3,
+                (11, 10)) as axes:
+        for j, axis in enumerate("xyz"):
+            axes[0].plot(tw - t0, wrench[:, j], color=f"C{j}", lw=1, label=f"F{axis}")
+            axes[0].plot(tw - t0, truth_force[:, j], "--", color=f"C{j}", lw=1)
+        axes[0].set_ylabel("force the robot applies\nat the hand (N)")
+        axes[0].legend(ncol=3, fontsize=8, loc="upper left")
+        for j in range(est.shape[1]):
+            axes[1].plot(te - t0, est[:, j], color=f"C{j}", lw=1, label=names[j])
+            axes[1].plot(tt - t0, -truth[:, j], "--", color=f"C{j}", lw=1)
+        axes[1].set_ylabel("external joint torque\n(robot's sign, N m)")
+        axes[1].legend(ncol=4, fontsize=8, loc="upper left")
+        axes[2].plot(ts - t0, q, lw=1)
+        axes[2].set_ylabel("joint positions (rad)")
+        axes[2].set_xlabel("s from the trajectory's start")
+        for ax in axes:
+            for key in ("push", "push_end", "collision", "released"):
+                ax.axvline(ph[key] - t0, color="grey", lw=0.5)
