@@ -227,6 +227,36 @@ def per_call(quick):
     return out
 
 
+def observer_tick(quick):
+    """us per tick of the momentum observer on the Panda (7 joints): its update (p, C^T qd, g in
+    one compiled pass, then the filter), and the wrench at the hand (the hand's Jacobian and a
+    thresholded pseudo-inverse), against what Pinocchio needs for the same terms from Python:
+    crba, computeCoriolisMatrix and computeGeneralizedGravity (C^T qd checked equal first)."""
+    from dyn_control.observer import MomentumObserver, momentum_terms
+
+    path = ROBOTS / "panda_description/urdf/panda.urdf"
+    chain = load_chain(path, tip_link="panda_hand")
+    ref = PinReference(path, chain)
+    model, data = ref.reduced, ref.reduced_data
+    q, qd, tau = np.random.default_rng(4).uniform(-1, 1, (3, chain.n))
+    qp, vp = ref.q_of(model, q), ref.v_of(model, qd)
+
+    def theirs():
+        M = pin.crba(model, data, qp)
+        C = pin.computeCoriolisMatrix(model, data, qp, vp)
+        return M, C.T @ vp, pin.computeGeneralizedGravity(model, data, qp)
+
+    np.testing.assert_allclose(momentum_terms(chain, q, qd)[1], theirs()[1], atol=1e-9)
+    observer = MomentumObserver(chain, 50.0)
+    clock = iter(range(10 ** 9))
+    budget = 0.01 if quick else 0.05
+    update = per_call_us(lambda: observer.update(next(clock) * 1e-3, q, qd, tau), budget=budget)
+    frame, F = chain.frame("panda_hand"), np.empty(6)
+    wrench = per_call_us(lambda: observer.wrench(q, frame, F), budget=budget)
+    pin_us = per_call_us(theirs, budget=budget)
+    return {"update_us": update, "wrench_us": wrench, "pinocchio_terms_us": pin_us}
+
+
 def simulator_step(quick):
     """us per step of our Simulation (RK4, 1 ms, the implicit passive step) against MuJoCo's
     mj_step with its RK4 integrator on the same URDF (inertials and joints only, contacts
@@ -346,6 +376,11 @@ def main():
         f"{name} {v['dc.f']:.2f}x as dc.{name}, {v['from-import']:.2f}x from-imported"
         for name, v in calls.items()))
 
+    obs = observer_tick(args.quick)
+    print(f"momentum observer on the panda, per tick: update {obs['update_us']:.2f} us (Pinocchio's"
+          f" crba + computeCoriolisMatrix + computeGeneralizedGravity for the same terms: "
+          f"{obs['pinocchio_terms_us']:.2f} us), the wrench at the hand {obs['wrench_us']:.2f} us")
+
     steps = simulator_step(args.quick)
     print("simulator step (RK4, 1 ms) against MuJoCo's RK4 mj_step, contacts off: " + "; ".join(
         f"{k} {v['ours_us']:.1f} us against {v['mujoco_us']:.1f} us ({v['ratio']:.2f}x, paired "
@@ -390,6 +425,7 @@ def main():
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup, "batched": batch,
+                               "observer": obs,
                                "trajectory_check": check, "frame_kinematics": frames,
                                "per_call": calls, "simulator_step": steps,
                                "targets": [{"target": t, "value": v, "met": bool(ok)}

@@ -150,13 +150,13 @@ class ControllerCore(Events):
             self.contact.restart()
         self.state = state
         self.goals.start_pending(state)
+        self.stats.timing()  # a state's compute starts with the observe stage
         if self.contact.observe(state, self.output.command):  # a collision, latched now
             self._react(self.contact.collision)
         return self.tick() if self.settings.rate == 0 else None
 
     def _react(self, reason):
-        """A collision was latched: say it; with a reaction, end the goal (PATH_TOLERANCE_
-        VIOLATED, the closest of JTC's codes: the path could not be followed) and hold here."""
+        # the goal ends PATH_TOLERANCE_VIOLATED, JTC's closest code: the path was not followed
         reaction = self.settings.contact.reaction
         self._say("error", f"{reason}; reaction: {reaction}")
         if reaction != "none":
@@ -167,7 +167,8 @@ class ControllerCore(Events):
         if self.state is None or self.watchdog.stale:
             return None
         t, q, qd = self.state
-        self.stats.timing()
+        if self.settings.rate > 0:  # the timer's tick (a state's started in update)
+            self.stats.timing()
         # the integral's (and the target filter's) step: the time since the last tick, at most
         # state_timeout (a gap)
         dt = (0.0 if self.tick_time is None

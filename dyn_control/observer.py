@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from .dynamics import as_vector
-from .kernels.momentum import momentum_terms as _momentum_terms
+from .kernels import momentum
 from .layout import Data
 
 # rad/s or m/s: Coulomb friction reaches its full value from here on (a sign of qd below would
@@ -45,8 +45,8 @@ def momentum_terms(chain, q, qd):
     """(p, C^T qd, g), each (n,): the generalized momentum M(q) qd, C(q, qd)^T qd (which does
     not depend on how C is factored: it is dT/dq, T the kinetic energy) and g(q)."""
     out = np.empty((3, chain.n))
-    _momentum_terms(*chain.workspace().args, as_vector(chain, q, "q"), as_vector(chain, qd, "qd"),
-                    out[0], out[1], out[2])
+    momentum.momentum_terms(*chain.workspace().args, as_vector(chain, q, "q"),
+                            as_vector(chain, qd, "qd"), out[0], out[1], out[2])
     return out[0], out[1], out[2]
 
 
@@ -71,12 +71,12 @@ class MomentumObserver:
 
     def __init__(self, chain, gain, damping=None, friction=None, r=None):
         self.chain, self.gain = chain, check_gain(gain)
-        self.damping = chain.damping.copy() if damping is None else np.asarray(damping, float)
-        self.friction = chain.friction.copy() if friction is None else np.asarray(friction, float)
+        self.damping = chain.damping.copy() if damping is None else np.array(damping, float)
+        self.friction = chain.friction.copy() if friction is None else np.array(friction, float)
         self.data = Data(chain.pack)  # the observer's workspace
-        self.terms = np.empty((3, chain.n))  # p, C^T qd, g of the last state
+        self.memory = np.zeros((2, chain.n))  # p and the known part of p-dot, last state
         self.r = np.zeros(chain.n) if r is None else np.array(r, dtype=float)
-        self.time = self.known = self.p = None
+        self.time = None
 
     def restart(self):
         """Start the integral again at the next state (a gap, a new model); r is kept."""
@@ -84,29 +84,30 @@ class MomentumObserver:
 
     def update(self, t, q, qd, tau):
         """r after the state (t, q, qd), tau (n,) the torque applied since the last state."""
-        terms = self.terms
-        _momentum_terms(*self.data.args, q, qd, terms[0], terms[1], terms[2])
-        p = terms[0].copy()
-        known = terms[1] - terms[2] - self.damping * qd - self.friction * np.clip(
-            qd / FRICTION_VELOCITY, -1.0, 1.0)  # tau_p - beta
-        dt = None if self.time is None else t - self.time
-        if dt is not None and dt > 0:
-            y = p - self.p - dt * (tau + 0.5 * (known + self.known))
-            decay = math.exp(-self.gain * dt)
-            self.r = decay * self.r + (1.0 - decay) / dt * y
-        self.time, self.p, self.known = t, p, known
+        dt = 0.0 if self.time is None else t - self.time
+        momentum.observer_update(*self.data.args, q, qd, tau, self.damping, self.friction,
+                                 FRICTION_VELOCITY, dt, math.exp(-self.gain * dt),
+                                 self.time is not None, self.memory, self.r)
+        self.time = t
         return self.r
 
+    def wrench(self, q, frame, out):
+        """Fill out (6,) with the wrench of the residual at `frame` (Chain.frame's (body,
+        R_off, p_off)), as wrench_at, in the observer's own workspace; whether J was singular."""
+        return bool(momentum.frame_wrench(*self.data.args, q, *frame, self.r, SINGULAR_VALUE, out))
 
-def wrench_at(J, torques, singular_value=SINGULAR_VALUE):
-    """The wrench F (6,) [force N; moment N m] at a frame whose Jacobian is J (6, n) that best
-    explains the joint torques (n,) as J^T F, and whether J was singular.
+
+def wrench_at(chain, q, torques, link=None, singular_value=SINGULAR_VALUE):
+    """The wrench F (6,) [force N; moment N m], base axes, at `link` (default: the tip link)
+    that best explains the joint torques (n,) as J^T F, J the link's Jacobian at q
+    (kinematics' local_world_aligned), and whether J was singular there.
 
     (J^T)^+ with the singular values of J below `singular_value` dropped: near a singularity F
     stays finite, has no part along the directions the joints cannot feel, and is flagged.
     With fewer than 6 joints only the part of F that the joints can feel is estimated."""
-    U, s, Vt = np.linalg.svd(J, full_matrices=False)  # J = U diag(s) Vt
-    keep = s > singular_value
-    # J^T F = tau  ->  F = U diag(1/s) Vt tau on the kept directions
-    F = U[:, keep] @ ((Vt[keep] @ torques) / s[keep])
-    return F, bool(not keep.all() or len(s) < 6)
+    F = np.empty(6)
+    singular = momentum.frame_wrench(
+        *chain.workspace().args, as_vector(chain, q, "q"),
+        *chain.frame(chain.tip_link if link is None else link),
+        as_vector(chain, torques, "torques"), singular_value, F)
+    return F, bool(singular)

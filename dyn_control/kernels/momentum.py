@@ -1,5 +1,6 @@
-"""The generalized momentum p = M(q) qd and C(q, qd)^T qd from one pass, for the momentum
-observer (dyn_control.observer), and g(q) beside them.
+"""The momentum observer's kernels (dyn_control.observer): the generalized momentum p = M(q) qd
+and C(q, qd)^T qd from one pass, with g(q) beside them; the observer's update; and the wrench at
+a frame that explains joint torques.
 
 C^T qd does not depend on how C is factored: with T = 1/2 qd^T M qd, the Lagrange equations give
 C qd = M-dot qd - dT/dq, and M-dot = C + C^T for the Christoffel C, so C^T qd = dT/dq. Both come
@@ -16,7 +17,8 @@ import numpy as np
 from ..layout import PRISMATIC
 from . import views
 from .compile import jit
-from .frames import kinematics
+from .frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
+from .linalg import symmetric_eigen
 from .newton_euler import rnea
 from .so3 import add, cross, dot, mul, mul_t, row, scale
 
@@ -70,3 +72,58 @@ def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
     zeros = d.vectors[0]
     zeros[:] = 0.0
     rnea(m, d, zeros, zeros, m.a0, _ZERO6, g)
+
+
+@jit
+def observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
+                    friction_velocity, dt, decay, started, memory, r):
+    """One state of the momentum observer (dyn_control.observer says what and why): r (n,) in
+    place, when `started` (memory holds the previous state's) and dt > 0. memory (2, n): p and
+    the known part of p-dot besides tau (C^T qd - g - damping - friction) of the previous
+    state, then of this one."""
+    d = views.data(vecs, rots, mats)
+    p, ctqd, g = d.vectors[1], d.vectors[2], d.vectors[3]
+    momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g)
+    for i in range(q.shape[0]):
+        slip = min(max(qd[i] / friction_velocity, -1.0), 1.0)
+        known = ctqd[i] - g[i] - damping[i] * qd[i] - friction[i] * slip
+        if started and dt > 0:
+            y = p[i] - memory[0, i] - dt * (tau[i] + 0.5 * (known + memory[1, i]))
+            r[i] = decay * r[i] + (1.0 - decay) / dt * y
+        memory[0, i], memory[1, i] = p[i], known
+
+
+@jit
+def frame_wrench(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, torques,
+                 singular_value, F):
+    """Fill F (6,) [force; moment] at the frame fixed to `body` at (R_off, p_off), base axes,
+    with (J^T)^+ torques, J its Jacobian (LOCAL_WORLD_ALIGNED) at q, the singular values of J
+    below `singular_value` dropped; returns whether any was. (J^T)^+ = (J J^T)^+ J, from the
+    eigenvalues of the 6 x 6 J J^T, the squares of J's singular values."""
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
+    kinematics(m, d, q)
+    Rf, pf, J = np.empty((3, 3)), np.empty(3), d.J
+    frame_placement(d, body, R_off, p_off, Rf, pf)
+    frame_jacobian(m, d, body, Rf, pf, LOCAL_WORLD_ALIGNED, J)
+    n = q.shape[0]
+    A, b = np.zeros((6, 6)), np.zeros(6)
+    for i in range(6):
+        for k in range(n):
+            b[i] += J[i, k] * torques[k]
+        for j in range(6):
+            for k in range(n):
+                A[i, j] += J[i, k] * J[j, k]
+    s, V = symmetric_eigen(A)
+    singular = False
+    for i in range(6):
+        F[i] = 0.0
+    for e in range(6):
+        if s[e] <= singular_value * singular_value:
+            singular = True
+            continue
+        along = 0.0
+        for i in range(6):
+            along += V[i, e] * b[i]
+        for i in range(6):
+            F[i] += V[i, e] * along / s[e]
+    return singular

@@ -8,18 +8,29 @@ topics publish is the node's business (Franka's sign, dyn_control.nodes.controll
 
 import numpy as np
 
-from .. import kinematics
 from ..control import ControlLaw
-from ..observer import MomentumObserver, wrench_at
+from ..kernels.compile import jit
+from ..observer import MomentumObserver
+
+
+@jit
+def first_over(values, levels):
+    """The index of the first |value| over its level (levels > 0 only), or -1: a tick's check,
+    compiled (a Python loop over numpy scalars cost 3 us a check)."""
+    for i in range(values.shape[0]):
+        if 0 < levels[i] < abs(values[i]):
+            return i
+    return -1
 
 
 def _over(values, levels, what, unit, names):
-    """The first value over its level (levels > 0 only), said as "collision on joint4: 31.2
-    N·m over 20.0" (what, name, value, unit, level), or None."""
-    for name, value, level in zip(names, values, levels):
-        if 0 < level < abs(value):
-            return f"{what} {name}: {value:.2f} {unit} over {level:.1f}"
-    return None
+    """The first value over its level, said as "collision on joint4: 31.20 N·m over 20.0"
+    (what, name, value, unit, level), or None."""
+    i = first_over(values, levels)
+    return None if i < 0 else f"{what} {names[i]}: {values[i]:.2f} {unit} over {levels[i]:.1f}"
+
+
+LEVELS = ("contact", "collision")
 
 
 class ContactMonitor:
@@ -43,6 +54,10 @@ class ContactMonitor:
         if settings is None:
             self.observer = None
             return
+        self.frames = [model.frame(link) for link in ee_links]
+        self.check_forces = settings.force_contact > 0 or settings.force_collision > 0
+        self.force_levels = np.array([[settings.force_contact] * len(ee_links),
+                                      [settings.force_collision] * len(ee_links)])
         zero = np.zeros(model.n)  # comply: tau = g(q) - I(q) D qd, the damping compensated
         self.comply_law = ControlLaw(model, "gravity_pd", zero, settings.comply_damping, limits,
                                      joint.friction_compensation, period=joint.period)
@@ -80,29 +95,31 @@ class ContactMonitor:
             applied = np.zeros_like(q)
         r = self.observer.update(t, q, qd, applied)
         s, names = self.settings, self.observer.chain.joint_names
-        forces = s.force_contact > 0 or s.force_collision > 0
-        self.forces = self.wrenches(q)[0] if forces else None
-        norms = [] if self.forces is None else np.linalg.norm(self.forces[:, :3], axis=1)
+        norms = self.wrenches(q)[:, :3] if self.check_forces else None
+        if norms is not None:
+            norms = np.sqrt((norms * norms).sum(axis=1))
+        forces = lambda level: (None if norms is None else  # noqa: E731
+                                _over(norms, self.force_levels[level], f"{LEVELS[level]} at", "N",
+                                      self.ee_links))
         self.contact = (_over(r, s.joint_torque_contact, "contact on", "N·m", names)
-                        or _over(norms, [s.force_contact] * len(norms), "contact at", "N",
-                                 self.ee_links) or "")
+                        or forces(0) or "")
         if self.collision:
             return None
-        hit = (_over(r, s.joint_torque_collision, "collision on", "N·m", names)
-               or _over(norms, [s.force_collision] * len(norms), "collision at", "N",
-                       self.ee_links))
+        hit = _over(r, s.joint_torque_collision, "collision on", "N·m", names) or forces(1)
         if hit is None:
             return None
         self.collision, self.collisions = hit, self.collisions + 1
         return hit
 
     def wrenches(self, q):
-        """((k, 6) wrench that the world applies at each ee_link, base axes [N; N m], (k,) bool
-        whether its Jacobian is singular there) from the current residual."""
-        model, r = self.observer.chain, self.observer.r
-        found = [wrench_at(kinematics.frame_jacobian(model, q, link), r) for link in self.ee_links]
-        self.singular = tuple(link for link, (_, s) in zip(self.ee_links, found) if s)
-        return np.array([F for F, _ in found]), np.array([s for _, s in found])
+        """(k, 6) wrench that the world applies at each ee_link, base axes [N; N m], from the
+        current residual (kept in `forces`; the links whose Jacobian is singular there in
+        `singular`)."""
+        if self.forces is None or len(self.forces) != len(self.frames):
+            self.forces = np.zeros((len(self.frames), 6))
+        flags = [self.observer.wrench(q, frame, F) for frame, F in zip(self.frames, self.forces)]
+        self.singular = tuple(link for link, flag in zip(self.ee_links, flags) if flag)
+        return self.forces
 
     def reset(self):
         """Clear the latch -> (done, message). Refused while a contact level is exceeded."""
