@@ -175,7 +175,8 @@ def contact_main(args, out, domain):
     print(f"\npush of {np.linalg.norm(PUSH):.1f} N at the hand, {PUSH[:3].tolist()} N: the "
           f"controller's estimate of what the robot applies, mean over the push's last 0.3 s:\n"
           f"  force {np.round(F[:3], 3).tolist()} N, moment {np.round(F[3:], 3).tolist()} N m: "
-          f"{100 * error:.2f} % from minus the push")
+          f"{100 * error:.2f} % from minus the push\n  (the arm moves: the estimate filters "
+          "J(q)^T w over the last 1/K_O s of q, and F = (J(q)^T)^+ r reads it at today's q)")
     # the estimate is a first-order filter of the truth (and the truth changes as the arm moves):
     # compare it with the truth through that filter, sample by sample at 1 kHz
     decay, filtered, rows = math.exp(-gain * 1e-3), np.zeros(truth.shape[1]), {}

@@ -97,7 +97,7 @@ def test_a_constant_push_is_recovered_along_the_closed_form(name, arm):
     rs, ts, J = balanced_push(chain, q, w, link, 10 / K + 0.01)
     truth = np.outer(1.0 - np.exp(-K * ts), J.T @ w)
     assert np.abs(rs - truth).max() <= 1e-6 * np.abs(J.T @ w).max()
-    F, singular = wrench_at(J, rs[-1])
+    F, singular = wrench_at(chain, q, rs[-1], link)
     assert not singular
     assert np.linalg.norm(F - w) <= 1e-3 * np.linalg.norm(w)
 
@@ -196,8 +196,7 @@ def test_a_payload_reads_as_its_weight_then_vanishes_once_declared(arm):
     q0, n = np.array(BENT_POSE), arm.n
     heavy = arm.with_payload(1.0, com=(0.0, 0.0, 0.05))
     rs, sim = hold_with_push(arm, q0, np.zeros(6), arm.tip_link, 1.5, sim_chain=heavy)
-    J = frame_jacobian(arm, sim.q, arm.tip_link)
-    F, _ = wrench_at(J, rs[-1])
+    F, _ = wrench_at(arm, sim.q, rs[-1])
     weight = 1.0 * arm.gravity  # the base frame's gravity (m/s^2) times 1 kg
     assert np.linalg.norm(F[:3] - weight) <= 0.01 * np.linalg.norm(weight)
     # declared: the law and the observer take the payload's model, r decays from where it was
@@ -247,11 +246,16 @@ def test_the_wrench_stays_finite_and_flagged_at_a_singularity(arm):
     J = frame_jacobian(arm, q)
     assert np.linalg.svd(J, compute_uv=False).min() < 1e-9
     w = np.array([5.0, -3.0, 2.0, 0.1, 0.2, -0.3])
-    F, singular = wrench_at(J, J.T @ w)
+    F, singular = wrench_at(arm, q, J.T @ w)
     assert singular and np.all(np.isfinite(F))
     np.testing.assert_allclose(J.T @ F, J.T @ w, atol=1e-9)
-    F, singular = wrench_at(frame_jacobian(arm, np.array(BENT_POSE)), np.zeros(7))
-    assert not singular
+    F, singular = wrench_at(arm, BENT_POSE, np.zeros(7))
+    assert not singular and not F.any()
+    # away from it, the wrench against numpy's pseudo-inverse of J^T (SVD), 1e-9 relative
+    J = frame_jacobian(arm, np.array(BENT_POSE))
+    tau = J.T @ w + np.linspace(-0.3, 0.3, 7)  # with a part no wrench explains
+    F, _ = wrench_at(arm, BENT_POSE, tau)
+    np.testing.assert_allclose(F, np.linalg.pinv(J.T) @ tau, rtol=0, atol=1e-9 * np.abs(F).max())
 
 
 def test_mass_times_velocity_is_the_momentum(arm):
