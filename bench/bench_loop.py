@@ -203,6 +203,9 @@ def main():
     parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the run")
     parser.add_argument("--cartesian", type=float, nargs="*", default=[500, 1000],
                         help="rates of the cartesian_impedance rows (events executor)")
+    parser.add_argument("--observer-off", type=float, nargs="*", default=[1000],
+                        help="rates of the events rows run again without the external-torque "
+                             "observer (its cost)")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
     args = parser.parse_args()
     rclpy.init(domain_id=args.domain)
@@ -212,9 +215,9 @@ def main():
         cases = [(executor, rate, "computed_torque", True) for executor in args.executors
                  for rate in args.rates]
         cases += [("events", rate, "cartesian_impedance", True) for rate in args.cartesian]
-        # the observer's share: the events rows at 1 kHz again without it
-        cases += [("events", 1000, mode, False) for mode in ("computed_torque",
-                                                             "cartesian_impedance")]
+        # the observer's share: the events rows at these rates again without it
+        cases += [("events", rate, mode, False) for rate in args.observer_off
+                  for mode in ("computed_torque", "cartesian_impedance")]
         for executor, rate, mode, observer in cases:
             result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos, mode,
                              observer)

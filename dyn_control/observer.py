@@ -85,9 +85,10 @@ class MomentumObserver:
     def update(self, t, q, qd, tau):
         """r after the state (t, q, qd), tau (n,) the torque applied since the last state."""
         dt = 0.0 if self.time is None else t - self.time
+        decay = math.exp(-self.gain * dt) if dt > 0 else 1.0  # (a stamp going back: no step)
         momentum.observer_update(*self.data.args, q, qd, tau, self.damping, self.friction,
-                                 FRICTION_VELOCITY, dt, math.exp(-self.gain * dt),
-                                 self.time is not None, self.memory, self.r)
+                                 FRICTION_VELOCITY, dt, decay, self.time is not None, self.memory,
+                                 self.r)
         self.time = t
         return self.r
 

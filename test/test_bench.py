@@ -40,6 +40,7 @@ def test_loop_bench_quick_run_times_both_nodes_and_writes_json(tmp_path):
     out = tmp_path / "loop.json"
     res = subprocess.run([sys.executable, str(PACKAGE_DIR / "bench" / "bench_loop.py"),
                           "--executors", "events", "--rates", "250", "--cartesian", "250",
+                          "--observer-off",
                           "--seconds", "5", "--domain", "66", "--json", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr

@@ -167,3 +167,14 @@ def test_the_parameter_table_refuses_bad_values(name, value):
     with pytest.raises(ValueError) as err:
         CONTROLLER[name].check(value)
     assert name in str(err.value) and repr(value) in str(err.value)
+
+
+def test_states_out_of_order_or_far_apart_leave_the_estimate_finite(chain):
+    """A stamp that goes back (a simulator restarted) or jumps far ahead: no step of the
+    integral is taken backwards, nothing overflows, and r stays finite."""
+    loop = Loop(chain)
+    loop.run(0.1)
+    core, q, zero = loop.core, loop.sim.q.copy(), np.zeros(7)
+    for t in (0.05, 1e6, -5.0, 1e6 + 0.001):
+        core.update(t, (t, q, zero))
+        assert np.all(np.isfinite(core.contact.observer.r))
