@@ -2,7 +2,8 @@
 between reading a message and writing one, driven by plain calls with explicit time.
 
     core = ControllerCore(settings)               # settings: controller_settings(chain, ...)
-    command = core.update(now, (stamp, q, qd))    # a joint state arrived (chain order)
+    command = core.update(now, (stamp, q, qd))    # a joint state arrived (chain order);
+                                                  # effort=: its measured torques, if any
     command = core.update(now)                    # a watchdog tick: no state
     command = core.tick()                         # a rate timer tick (rate > 0)
     goal = core.offer(request)                    # a trajectory goal (goals.Request)
@@ -138,9 +139,9 @@ class ControllerCore(Events):
 
     # ------------------------------------------------------------------ ticks
 
-    def update(self, now, state=None):
-        """A good joint state (stamp, q, qd) at `now`, or None for a watchdog tick. Returns the
-        Command to send: on a state when rate is 0, on a watchdog tick while holding."""
+    def update(self, now, state=None, effort=None):
+        """A good joint state (stamp, q, qd) at `now` (effort: its measured torques, or None),
+        or None for a watchdog tick. -> the Command to send: on a state when rate is 0."""
         if state is None:
             return self._watchdog(now)
         if self.watchdog.seen(now):  # states are back: hold where the arm is now, no jump
@@ -151,7 +152,7 @@ class ControllerCore(Events):
         self.state = state
         self.goals.start_pending(state)
         self.stats.timing()  # a state's compute starts with the observe stage
-        if self.contact.observe(state, self.output.command):  # a collision, latched now
+        if self.contact.observe(state, self.output.command, effort):  # a collision, now
             self._react(self.contact.collision)
         return self.tick() if self.settings.rate == 0 else None
 

@@ -157,6 +157,15 @@ def contact_loop(arm, out, domain, timeout=120.0):
             "diagnostics": diagnostics}
 
 
+def pushes(tt, truth):
+    """(first, last stamp) of the push and of the collision push in the truth, told apart by
+    size (the collision's joint torques are the larger: over 15 N m). A loaded machine's
+    recording can miss truth messages, so gaps in time do not separate them."""
+    big = np.abs(truth).max(axis=1)
+    push, collision = tt[(big > 0) & (big <= 15.0)], tt[big > 15.0]
+    return (push[0], push[-1]), (collision[0], collision[-1])
+
+
 def contact_main(args, out, domain):
     from dyn_control import load_chain
     from dyn_control.parameters import CONTROLLER as TABLE
@@ -169,6 +178,12 @@ def contact_main(args, out, domain):
     te, est = r["estimate"]
     tt, truth = r["truth"]
     tw, wrench = r["wrench"]
+    # when each push acted, in simulated time, from the truth (published only while pushed):
+    # the phases are when the recorder sent them, late on a loaded machine
+    (push_from, push_to), (collision_from, collision_to) = pushes(tt, truth)
+    ph = {**ph, "push": push_from, "push_end": push_to, "collision": collision_from,
+          "released": collision_to}
+    r["phases"] = ph
     window = (tw >= ph["push_end"] - 0.3) & (tw < ph["push_end"])
     F = wrench[window].mean(axis=0)
     error = np.linalg.norm(F + PUSH) / np.linalg.norm(PUSH)
@@ -190,7 +205,7 @@ def contact_main(args, out, domain):
           f"(1 - e^(-K_O t)): largest gap {100 * gap:.2f} % of the largest true torque")
     print(f"\ncollision push of {np.linalg.norm(COLLISION):.0f} N at the hand "
           f"(K_O {gain:g} 1/s):")
-    onset = tt[(tt > ph["collision"]) & np.any(truth != 0, axis=1)][0]
+    onset = ph["collision"]
     first = truth[tt == onset][0]
     joint = int(np.argmax(np.abs(first)))
     force_level = TABLE["collision.force_collision"].default

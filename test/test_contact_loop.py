@@ -72,10 +72,41 @@ class User(BackgroundNode):
         with self.lock:
             return self.got[key][-1]
 
-    def wait_sim(self, seconds):
-        start, deadline = self.now(), time.monotonic() + 20 * seconds + 20
+    def wait_sim(self, seconds, since=None):
+        start = self.now() if since is None else since
+        deadline = time.monotonic() + 20 * seconds + 20
         while self.now() < start + seconds:
             assert time.monotonic() < deadline, "simulated time stopped"
+            time.sleep(0.01)
+
+    def at(self, key, t, timeout=60.0):
+        """The first message of `key` stamped t or later, once it is recorded."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                found = [m for m in self.got[key] if messages.to_seconds(m.header.stamp) >= t]
+            if found:
+                return found[0]
+            assert time.monotonic() < deadline, f"no {key} stamped {t} s or later"
+            time.sleep(0.01)
+
+    def position_at(self, t):
+        """The recorded joint positions at the first state stamped t or later."""
+        return np.array(self.at("states", t).position)
+
+    def push_and_wait_for_it(self, wrench, timeout=30.0):
+        """Push, and return the simulated time it began: the stamp of the first truth message
+        (~/applied_external_joint_torques) that carries it."""
+        with self.lock:
+            seen = len(self.got["truth"])
+        self.push(wrench)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                new = [m for m in self.got["truth"][seen:] if any(m.effort)]
+            if new:
+                return messages.to_seconds(new[0].header.stamp)
+            assert time.monotonic() < deadline, "the push never showed in the truth"
             time.sleep(0.01)
 
     def push(self, wrench):
@@ -155,10 +186,8 @@ def user(tmp_path_factory):
 
 def test_a_push_on_the_hand_is_estimated_within_one_percent(user):
     push = np.array([0.0, 12.0, -8.0, 0.0, 0.0, 0.0])  # 14 N: contact (10 N), no collision
-    user.push(push)
-    user.wait_sim(0.4)
-    wrench, torques = user.last("wrench"), user.last("torques")
-    truth = user.last("truth")
+    onset = user.push_and_wait_for_it(push)
+    wrench, torques, truth = (user.at(key, onset + 0.4) for key in ("wrench", "torques", "truth"))
     user.push(np.zeros(6))
     w = wrench.wrench
     F = np.array([w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z])
@@ -201,19 +230,21 @@ def test_comply_lets_the_push_move_the_arm_and_none_only_reports(user, reaction)
     user.set(collision__reaction=reaction)
     q0 = np.array(user.last("states").position)
     handle = user.run_goal(q0 + 0.1, duration=2.0) if reaction == "none" else None
-    user.push(PUSH)
-    user.wait_sim(0.5)
-    moved = np.abs(np.array(user.last("states").position) - q0).max()
+    onset = user.push_and_wait_for_it(PUSH)
+    user.wait_sim(0.5, since=onset)  # in simulated time from the push: a loaded machine's
+    # recording lags the loop, so its newest state is no clock of when the push came
+    moved = np.abs(user.position_at(onset + 0.5) - user.position_at(onset)).max()
     values = user.controller_diagnostics()
     assert values["collision"].startswith("collision ")  # on joint2, or at link7 (force)
     user.push(np.zeros(6))
-    if reaction == "comply":
-        assert moved > 0.1  # the arm gave way
-    else:
-        assert moved < 0.2  # it held its goal's path, deflected
-        status, _, _ = user.result(handle)
-        assert status == STATUS_SUCCEEDED
-    user.wait_sim(0.4)
-    assert user.call_reset().success
-    user.set(collision__reaction="hold")
-
+    try:
+        if reaction == "comply":
+            assert moved > 0.1  # the arm gave way
+        else:
+            assert moved < 0.2  # it held its goal's path, deflected
+            status, _, _ = user.result(handle)
+            assert status == STATUS_SUCCEEDED
+    finally:
+        user.wait_sim(0.4)
+        assert user.call_reset().success
+        user.set(collision__reaction="hold")

@@ -120,7 +120,7 @@ class ComputedTorqueController(Node):
             stamp = self.get_clock().now().nanoseconds * 1e-9
         else:
             self.clock.check(stamp)
-        self._send(self.core.update(self._now(), (stamp, q, qd)))
+        self._send(self.core.update(self._now(), (stamp, q, qd), self.reader.effort(msg)))
 
     def on_trajectory(self, msg):
         if self.core is not None:

@@ -93,6 +93,15 @@ class JointStateReader:
                                  f"'{self.joint_names[bad]}'")
         return q, qd
 
+    def effort(self, msg):
+        """The controlled joints' efforts (n,) of a message read() took, or None when it has
+        none, not one per name, or a non-finite one (the observer then takes the command)."""
+        effort = msg.effort
+        if len(effort) != len(msg.name) or not math.isfinite(sum(effort)):
+            return None
+        values = np.frombuffer(effort) if isinstance(effort, array.array) else np.array(effort)
+        return values if self._index is None else values[self._index]
+
 
 def doubles(values) -> array.array:
     """(n,) floats -> array.array('d'): the message setters take it without checking each item."""

@@ -84,12 +84,16 @@ class ContactMonitor:
         if self.observer is not None:
             self.observer.restart()
 
-    def observe(self, state, applied):
-        """Take a state (t, q, qd) and the torque applied since the last (None: not known, the
-        integral starts here). Returns the reason of a collision latched by this state, or None."""
+    def observe(self, state, command, effort=None):
+        """Take a state (t, q, qd), the last command sent and the state's measured effort (None:
+        none). The torque applied since the last state is the measured one where there is one
+        (a command can come late, or be zeroed by the hardware's timeout), else the command;
+        before the first command (brakes may hold the arm) the integral starts at each state.
+        Returns the reason of a collision latched by this state, or None."""
         if self.observer is None:
             return None
         t, q, qd = state
+        applied = command if command is None or effort is None else effort
         if applied is None:
             self.observer.restart()
             applied = np.zeros_like(q)
