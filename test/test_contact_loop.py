@@ -90,6 +90,13 @@ class User(BackgroundNode):
             assert time.monotonic() < deadline, f"no {key} stamped {t} s or later"
             time.sleep(0.01)
 
+    def position_before(self, t):
+        """The recorded joint positions at the last state stamped before t (a loaded machine's
+        recording has gaps: the first one stamped t or later can be much later)."""
+        with self.lock:
+            found = [m for m in self.got["states"] if messages.to_seconds(m.header.stamp) < t]
+        return np.array(found[-1].position)
+
     def position_at(self, t):
         """The recorded joint positions at the first state stamped t or later."""
         return np.array(self.at("states", t).position)
@@ -227,19 +234,24 @@ def test_a_collision_aborts_the_goal_and_goals_wait_for_a_reset(user):
 
 @pytest.mark.parametrize("reaction", ["comply", "none"])
 def test_comply_lets_the_push_move_the_arm_and_none_only_reports(user, reaction):
+    # from the same pose each time (the comply case leaves the arm where the push took it)
+    status, code, text = user.result(user.run_goal(Q, duration=6.0))  # slow: within the limits
+    assert status == STATUS_SUCCEEDED, (code, text)
     user.set(collision__reaction=reaction)
     q0 = np.array(user.last("states").position)
     handle = user.run_goal(q0 + 0.1, duration=2.0) if reaction == "none" else None
     onset = user.push_and_wait_for_it(PUSH)
     user.wait_sim(0.5, since=onset)  # in simulated time from the push: a loaded machine's
     # recording lags the loop, so its newest state is no clock of when the push came
-    moved = np.abs(user.position_at(onset + 0.5) - user.position_at(onset)).max()
+    moved = np.abs(user.position_at(onset + 0.5) - user.position_before(onset)).max()
+    # hold and the joint law settle within 0.25 s (poles at -20 rad/s); comply keeps giving way
+    late = np.abs(user.position_at(onset + 0.5) - user.position_at(onset + 0.25)).max()
     values = user.controller_diagnostics()
     assert values["collision"].startswith("collision ")  # on joint2, or at link7 (force)
     user.push(np.zeros(6))
     try:
         if reaction == "comply":
-            assert moved > 0.1  # the arm gave way
+            assert late > 0.01, (moved, late)  # the arm still gives way
         else:
             assert moved < 0.2  # it held its goal's path, deflected
             status, _, _ = user.result(handle)
