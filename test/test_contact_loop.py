@@ -23,11 +23,10 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from conftest import BENT_POSE, require  # noqa: E402
-from harness import processes  # noqa: E402
 from harness.background import BackgroundNode  # noqa: E402
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.diagnostics import read_diagnostics  # noqa: E402
-from test_trajectory_action import goal_to, wait  # noqa: E402
+from test_trajectory_action import goal_to, start_loop, wait  # noqa: E402
 
 require("control_msgs")
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
@@ -164,16 +163,7 @@ class User(BackgroundNode):
 
 @pytest.fixture(scope="module")
 def user(tmp_path_factory):
-    log_dir = tmp_path_factory.mktemp("contact")
-    urdf, arm_configs = processes.arm_files("default_arm")
-    env = processes.loop_env()
-    nodes = [processes.NodeProcess(
-        "dynamics_simulator", [processes.config("simulator"), *arm_configs],
-        {"urdf_file": str(urdf)}, log_dir=log_dir, env=env, domain_id=DOMAIN)]
-    nodes.append(processes.NodeProcess(
-        "computed_torque_controller", [processes.config("controller")],
-        {"urdf_file": str(urdf), "use_sim_time": True}, log_dir=log_dir, env=env,
-        domain_id=DOMAIN))
+    nodes = start_loop(tmp_path_factory.mktemp("contact"), DOMAIN)
     rclpy.init(domain_id=DOMAIN)
     client = User()
     try:

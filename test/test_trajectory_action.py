@@ -148,18 +148,24 @@ def goal_to(q_target, duration=2.0, q_now=None, **fields):
     return FollowJointTrajectory.Goal(trajectory=trajectory(points), **fields)
 
 
-@pytest.fixture(scope="module")
-def loop(tmp_path_factory):
-    log_dir = tmp_path_factory.mktemp("action")
+def start_loop(log_dir, domain, controller_params=None):
+    """The synchronous simulator and the controller (on simulated time) on the default arm, as
+    processes on `domain`: -> [simulator, controller]."""
     urdf, arm_configs = processes.arm_files("default_arm")
     env = processes.loop_env()
-    nodes = [processes.NodeProcess(
-        "dynamics_simulator", [processes.config("simulator"), *arm_configs],
-        {"urdf_file": str(urdf)}, log_dir=log_dir, env=env, domain_id=DOMAIN)]
-    nodes.append(processes.NodeProcess(
-        "computed_torque_controller", [processes.config("controller")],
-        {"urdf_file": str(urdf), "use_sim_time": True, "action_monitor_rate": MONITOR_RATE},
-        log_dir=log_dir, env=env, domain_id=DOMAIN))
+    return [processes.NodeProcess(
+                "dynamics_simulator", [processes.config("simulator"), *arm_configs],
+                {"urdf_file": str(urdf)}, log_dir=log_dir, env=env, domain_id=domain),
+            processes.NodeProcess(
+                "computed_torque_controller", [processes.config("controller")],
+                {"urdf_file": str(urdf), "use_sim_time": True, **(controller_params or {})},
+                log_dir=log_dir, env=env, domain_id=domain)]
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory):
+    nodes = start_loop(tmp_path_factory.mktemp("action"), DOMAIN,
+                       {"action_monitor_rate": MONITOR_RATE})
     rclpy.init(domain_id=DOMAIN)
     client = Client()
     try:
