@@ -82,14 +82,18 @@ class MomentumObserver:
         """Start the integral again at the next state (a gap, a new model); r is kept."""
         self.time = None
 
+    def step(self, t):
+        """Take the time t (s) of a new state -> (dt, e^(-K dt), started): the kernels' step
+        (no step when it does not come after the last state's)."""
+        started = self.time is not None
+        dt = t - self.time if started else 0.0
+        self.time = t
+        return dt, math.exp(-self.gain * dt) if dt > 0 else 1.0, started
+
     def update(self, t, q, qd, tau):
         """r after the state (t, q, qd), tau (n,) the torque applied since the last state."""
-        dt = 0.0 if self.time is None else t - self.time
-        decay = math.exp(-self.gain * dt) if dt > 0 else 1.0  # (a stamp going back: no step)
         momentum.observer_update(*self.data.args, q, qd, tau, self.damping, self.friction,
-                                 FRICTION_VELOCITY, dt, decay, self.time is not None, self.memory,
-                                 self.r)
-        self.time = t
+                                 FRICTION_VELOCITY, *self.step(t), self.memory, self.r)
         return self.r
 
     def wrench(self, q, frame, out):

@@ -16,7 +16,8 @@ from conftest import BENT_POSE, DEFAULT_ARM, URDF_DIR, require, robots_dir
 from dyn_control import gravity_torques, load_chain, mass_matrix
 from dyn_control.kinematics import frame_jacobian
 from dyn_control.control import ControlLaw
-from dyn_control.observer import MomentumObserver, momentum_terms, wrench_at
+from dyn_control.kernels.momentum import cholesky_solve_above
+from dyn_control.observer import SINGULAR_VALUE, MomentumObserver, momentum_terms, wrench_at
 from dyn_control.simulation import Simulation
 from dyn_control.trajectory import Trajectory, sine_waypoints
 
@@ -256,6 +257,50 @@ def test_the_wrench_stays_finite_and_flagged_at_a_singularity(arm):
     tau = J.T @ w + np.linspace(-0.3, 0.3, 7)  # with a part no wrench explains
     F, _ = wrench_at(arm, BENT_POSE, tau)
     np.testing.assert_allclose(F, np.linalg.pinv(J.T) @ tau, rtol=0, atol=1e-9 * np.abs(F).max())
+
+
+def test_the_wrench_is_flagged_exactly_where_a_singular_value_drops(arm):
+    """Towards the stretched pose, the flag is set exactly where numpy's smallest singular
+    value of J goes below SINGULAR_VALUE, and F is the SVD pseudo-inverse with those values
+    dropped (a Cholesky solve above it, the eigen-decomposition below: the same answer), to
+    1e-6 relative (J J^T's condition reaches 1e6 at the threshold)."""
+    w = np.array([5.0, -3.0, 2.0, 0.1, 0.2, -0.3])
+    seen = set()
+    for s in np.linspace(0.0, 0.02, 41):
+        q = s * np.array(BENT_POSE)
+        J = frame_jacobian(arm, q)
+        U, sv, Vt = np.linalg.svd(J.T, full_matrices=False)  # J^T = U diag(sv) Vt
+        tau = J.T @ w + np.linspace(-0.3, 0.3, 7)
+        kept = sv > SINGULAR_VALUE
+        expected = Vt[kept].T @ ((U[:, kept].T @ tau) / sv[kept])
+        F, singular = wrench_at(arm, q, tau)
+        assert singular == (not kept.all()), (s, sv.min())
+        np.testing.assert_allclose(F, expected, rtol=0, atol=1e-6 * np.abs(expected).max())
+        seen.add(singular)
+    assert seen == {True, False}  # the sweep crossed the threshold
+
+
+def test_the_cholesky_shortcut_is_taken_only_above_the_smallest_eigenvalue():
+    """cholesky_solve_above on random symmetric 6 x 6 matrices with eigenvalues around the
+    level: it solves (numpy's solve, to 1e-12 times A's condition, relative) only where numpy's smallest eigenvalue is
+    above the level; it says no where it is below (it may also say no just above)."""
+    rng = np.random.default_rng(3)
+    level, taken = 1e-6, 0
+    for _ in range(300):
+        V, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+        s = 10.0 ** rng.uniform(-8, 1, 6)
+        A = (V * s) @ V.T
+        b, x = rng.normal(size=6), np.full(6, np.nan)
+        if cholesky_solve_above(A, b, level, x):
+            taken += 1
+            assert np.linalg.eigvalsh(A).min() > level
+            expected = np.linalg.solve(A, b)
+            np.testing.assert_allclose(x, expected, rtol=0, atol=1e-12 * np.linalg.cond(A)
+                                       * np.abs(expected).max())
+        else:
+            assert np.isnan(x).all()  # untouched
+            assert s.min() <= 6 * level  # no by the trace bound: within a factor 6 of the level
+    assert 50 < taken < 250
 
 
 def test_mass_times_velocity_is_the_momentum(arm):

@@ -10,9 +10,9 @@ from .compile import jit
 
 
 @jit
-def cholesky_factor(M, L):
-    """Fill L (n, n), lower triangular, with L L^T = M for symmetric positive definite M, and
-    return it; raises if M is not SPD."""
+def cholesky_into(M, L):
+    """Fill L (n, n), lower triangular, with L L^T = M; whether M was positive definite (if
+    not, L is left part-filled)."""
     n = M.shape[0]
     for j in range(n):
         for i in range(j):
@@ -21,13 +21,22 @@ def cholesky_factor(M, L):
         for k in range(j):
             d -= L[j, k] * L[j, k]
         if not d > 0.0:
-            raise ValueError("mass matrix is not positive definite")
+            return False
         L[j, j] = math.sqrt(d)
         for i in range(j + 1, n):
             s = M[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
+    return True
+
+
+@jit
+def cholesky_factor(M, L):
+    """Fill L (n, n), lower triangular, with L L^T = M for symmetric positive definite M, and
+    return it; raises if M is not SPD."""
+    if not cholesky_into(M, L):
+        raise ValueError("mass matrix is not positive definite")
     return L
 
 

@@ -12,13 +12,15 @@ origin (Featherstone's notation, S_k joint k's motion axis, v_par the velocity o
   the parent's velocity seen from the turned subtree.
 """
 
+import math
+
 import numpy as np
 
 from ..layout import PRISMATIC
 from . import views
 from .compile import jit
 from .frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
-from .linalg import symmetric_eigen
+from .linalg import cholesky_into, symmetric_eigen
 from .newton_euler import rnea
 from .so3 import add, cross, dot, mul, mul_t, row, scale
 
@@ -98,21 +100,33 @@ def frame_wrench(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, torq
                  singular_value, F):
     """Fill F (6,) [force; moment] at the frame fixed to `body` at (R_off, p_off), base axes,
     with (J^T)^+ torques, J its Jacobian (LOCAL_WORLD_ALIGNED) at q, the singular values of J
-    below `singular_value` dropped; returns whether any was. (J^T)^+ = (J J^T)^+ J, from the
-    eigenvalues of the 6 x 6 J J^T, the squares of J's singular values."""
+    below `singular_value` dropped; returns whether any was."""
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
+    return _wrench(m, d, body, R_off, p_off, torques, singular_value, F)
+
+
+@jit
+def _wrench(m, d, body, R_off, p_off, torques, singular_value, F):
+    """frame_wrench at the workspace's poses (kinematics has filled them). (J^T)^+ =
+    (J J^T)^+ J, J J^T (6 x 6) having the squares of J's singular values as eigenvalues. Their
+    smallest is at least 1 / trace((J J^T)^-1), which its Cholesky factor gives: above
+    singular_value^2 nothing is dropped and the Cholesky solve is the answer; else (rarely: near
+    a singularity, or fewer than 6 joints) the eigen-decomposition drops what is below."""
     Rf, pf, J = np.empty((3, 3)), np.empty(3), d.J
     frame_placement(d, body, R_off, p_off, Rf, pf)
     frame_jacobian(m, d, body, Rf, pf, LOCAL_WORLD_ALIGNED, J)
-    n = q.shape[0]
+    n = J.shape[1]
     A, b = np.zeros((6, 6)), np.zeros(6)
     for i in range(6):
         for k in range(n):
             b[i] += J[i, k] * torques[k]
-        for j in range(6):
+        for j in range(i + 1):
             for k in range(n):
                 A[i, j] += J[i, k] * J[j, k]
+            A[j, i] = A[i, j]
+    if cholesky_solve_above(A, b, singular_value * singular_value, F):
+        return False
     s, V = symmetric_eigen(A)
     singular = False
     for i in range(6):
@@ -127,3 +141,74 @@ def frame_wrench(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, torq
         for i in range(6):
             F[i] += V[i, e] * along / s[e]
     return singular
+
+
+@jit
+def cholesky_solve_above(A, b, smallest, x):
+    """If the smallest eigenvalue of the symmetric A (6 x 6) is surely above `smallest` (its
+    Cholesky factor L exists and 1 / |L^-1|_F^2 = 1 / trace(A^-1) is above), fill x with
+    A^-1 b and return True; else False, x untouched."""
+    L, Li = np.empty((6, 6)), np.empty((6, 6))
+    if not cholesky_into(A, L):
+        return False
+    trace = 0.0  # |L^-1|_F^2, column by column of L^-1 (lower triangular)
+    for c in range(6):
+        for i in range(c, 6):
+            s = 1.0 if i == c else 0.0
+            for k in range(c, i):
+                s -= L[i, k] * Li[k, c]
+            Li[i, c] = s / L[i, i]
+            trace += Li[i, c] * Li[i, c]
+    if not trace * smallest < 1.0:
+        return False
+    y = np.empty(6)  # A^-1 b = L^-T (L^-1 b)
+    for i in range(6):
+        y[i] = 0.0
+        for k in range(i + 1):
+            y[i] += Li[i, k] * b[k]
+    for i in range(6):
+        x[i] = 0.0
+        for k in range(i, 6):
+            x[i] += Li[k, i] * y[k]
+    return True
+
+
+@jit
+def first_over(values, levels):
+    """The index of the first |value| over its level (levels > 0 only), or -1."""
+    for i in range(values.shape[0]):
+        if 0 < levels[i] < abs(values[i]):
+            return i
+    return -1
+
+
+@jit
+def observe(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
+            friction_velocity, dt, decay, started, memory, r, bodies, R_offs, p_offs,
+            singular_value, forces, singular, joint_levels, force_levels, found):
+    """The observe stage's tick in one call (stages.contact): observer_update, then, for each
+    frame k (bodies, R_offs, p_offs; none: no wrench), the wrench of r there into forces[k] and
+    whether J was singular into singular[k]; then for each level (0: contact, 1: collision)
+    the first joint whose |r| is over joint_levels[level], else the first frame whose force's
+    norm is over force_levels[level] (a level at 0 is off): found[level] = (1, joint) or
+    (2, frame), (0, -1) for none. Returns how many frames were singular."""
+    observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
+                    friction_velocity, dt, decay, started, memory, r)
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
+    k, count = bodies.shape[0], 0
+    for f in range(k):  # (observer_update's kinematics are still in the workspace)
+        singular[f] = _wrench(m, d, bodies[f], R_offs[f], p_offs[f], r, singular_value,
+                              forces[f])
+        count += singular[f]
+    for level in range(2):
+        found[level, 0], found[level, 1] = 0, -1
+        i = first_over(r, joint_levels[level])
+        if i >= 0:
+            found[level, 0], found[level, 1] = 1, i
+            continue
+        for f in range(k):
+            norm = math.sqrt(forces[f, 0] ** 2 + forces[f, 1] ** 2 + forces[f, 2] ** 2)
+            if 0 < force_levels[level] < norm:
+                found[level, 0], found[level, 1] = 2, f
+                break
+    return count

@@ -9,25 +9,8 @@ topics publish is the node's business (Franka's sign, dyn_control.nodes.controll
 import numpy as np
 
 from ..control import ControlLaw
-from ..kernels.compile import jit
-from ..observer import MomentumObserver
-
-
-@jit
-def first_over(values, levels):
-    """The index of the first |value| over its level (levels > 0 only), or -1: a tick's check,
-    compiled (a Python loop over numpy scalars cost 3 us a check)."""
-    for i in range(values.shape[0]):
-        if 0 < levels[i] < abs(values[i]):
-            return i
-    return -1
-
-
-def _over(values, levels, what, unit, names):
-    """The first value over its level, said as "collision on joint4: 31.20 N·m over 20.0"
-    (what, name, value, unit, level), or None."""
-    i = first_over(values, levels)
-    return None if i < 0 else f"{what} {names[i]}: {values[i]:.2f} {unit} over {levels[i]:.1f}"
+from ..kernels import momentum
+from ..observer import FRICTION_VELOCITY, SINGULAR_VALUE, MomentumObserver
 
 
 LEVELS = ("contact", "collision")
@@ -56,8 +39,18 @@ class ContactMonitor:
             return
         self.frames = [model.frame(link) for link in ee_links]
         self.check_forces = settings.force_contact > 0 or settings.force_collision > 0
-        self.force_levels = np.array([[settings.force_contact] * len(ee_links),
-                                      [settings.force_collision] * len(ee_links)])
+        # the compiled observe stage's arguments: the frames whose wrench it computes each
+        # tick (none when no force level is on: the topics then ask at their own rate), the
+        # levels, and what it fills
+        watched = self.frames if self.check_forces else []
+        self.bodies = np.array([body for body, _, _ in watched], dtype=np.int64)
+        self.offsets = (np.array([R for _, R, _ in watched]).reshape(-1, 3, 3),
+                        np.array([p for _, _, p in watched]).reshape(-1, 3))
+        self.joint_levels = np.array([settings.joint_torque_contact,
+                                      settings.joint_torque_collision], dtype=float)
+        self.force_levels = np.array([settings.force_contact, settings.force_collision], float)
+        self.forces, self.flags = np.zeros((len(ee_links), 6)), np.zeros(len(ee_links), bool)
+        self.found = np.zeros((2, 2), dtype=np.int64)
         zero = np.zeros(model.n)  # comply: tau = g(q) - I(q) D qd, the damping compensated
         self.comply_law = ControlLaw(model, "gravity_pd", zero, settings.comply_damping, limits,
                                      joint.friction_compensation, period=joint.period)
@@ -97,32 +90,40 @@ class ContactMonitor:
         if applied is None:
             self.observer.restart()
             applied = np.zeros_like(q)
-        r = self.observer.update(t, q, qd, applied)
-        s, names = self.settings, self.observer.chain.joint_names
-        norms = self.wrenches(q)[:, :3] if self.check_forces else None
-        if norms is not None:
-            norms = np.sqrt((norms * norms).sum(axis=1))
-        forces = lambda level: (None if norms is None else  # noqa: E731
-                                _over(norms, self.force_levels[level], f"{LEVELS[level]} at", "N",
-                                      self.ee_links))
-        self.contact = (_over(r, s.joint_torque_contact, "contact on", "N·m", names)
-                        or forces(0) or "")
-        if self.collision:
+        ob = self.observer
+        singular = momentum.observe(
+            *ob.data.args, q, qd, applied, ob.damping, ob.friction, FRICTION_VELOCITY,
+            *ob.step(t), ob.memory, ob.r, self.bodies, *self.offsets, SINGULAR_VALUE,
+            self.forces, self.flags, self.joint_levels, self.force_levels, self.found)
+        if singular or self.singular:
+            self._flag_singular()
+        contact, collision = self.found.tolist()  # (kind, index) at each level: usually none
+        self.contact = self._over(0, *contact) if contact[0] else ""
+        if self.collision or not collision[0]:
             return None
-        hit = _over(r, s.joint_torque_collision, "collision on", "N·m", names) or forces(1)
-        if hit is None:
-            return None
-        self.collision, self.collisions = hit, self.collisions + 1
-        return hit
+        self.collision, self.collisions = self._over(1, *collision), self.collisions + 1
+        return self.collision
+
+    def _over(self, level, kind, i):
+        """What the observe stage found over `level` (0 contact, 1 collision): kind 1, joint i;
+        2, ee_link i; said as "collision on joint4: 31.20 N·m over 20.0"."""
+        if kind == 1:
+            value, limit = self.observer.r[i], self.joint_levels[level, i]
+            return (f"{LEVELS[level]} on {self.observer.chain.joint_names[i]}: {value:.2f} N·m "
+                    f"over {limit:.1f}")
+        value, limit = np.linalg.norm(self.forces[i, :3]), self.force_levels[level]
+        return f"{LEVELS[level]} at {self.ee_links[i]}: {value:.2f} N over {limit:.1f}"
+
+    def _flag_singular(self):
+        self.singular = tuple(link for link, flag in zip(self.ee_links, self.flags) if flag)
 
     def wrenches(self, q):
         """(k, 6) wrench that the world applies at each ee_link, base axes [N; N m], from the
         current residual (kept in `forces`; the links whose Jacobian is singular there in
         `singular`)."""
-        if self.forces is None or len(self.forces) != len(self.frames):
-            self.forces = np.zeros((len(self.frames), 6))
-        flags = [self.observer.wrench(q, frame, F) for frame, F in zip(self.frames, self.forces)]
-        self.singular = tuple(link for link, flag in zip(self.ee_links, flags) if flag)
+        for k, frame in enumerate(self.frames):
+            self.flags[k] = self.observer.wrench(q, frame, self.forces[k])
+        self._flag_singular()
         return self.forces
 
     def reset(self):
