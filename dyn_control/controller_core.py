@@ -3,7 +3,8 @@ between reading a message and writing one, driven by plain calls with explicit t
 
     core = ControllerCore(settings)               # settings: controller_settings(chain, ...)
     command = core.update(now, (stamp, q, qd))    # a joint state arrived (chain order);
-                                                  # effort=: its measured torques, if any
+                                                  # effort=: its measured torques, if any;
+                                                  # send=: called with the command first
     command = core.update(now)                    # a watchdog tick: no state
     command = core.tick()                         # a rate timer tick (rate > 0)
     goal = core.offer(request)                    # a trajectory goal (goals.Request)
@@ -16,11 +17,15 @@ a `Command` to publish, or None. What a person should read goes to `events` as (
 throttle) for the node to log; what a program needs to know goes to `diagnostics()`, never only
 to a log line. Pure numpy: tests drive it with synthetic time, no ROS needed.
 
-A tick is a pipeline of stages (dyn_control.stages): check (watchdog) -> observe (external
-torques, contact and collision) -> reference (goals and their trajectory, or the Cartesian
-target) -> law -> limits (rate, finite) -> command. The core composes them and keeps the state
-machine that binds them: waiting for a state, tracking, holding (a goal ended, or
-cartesian_impedance refused), stale, collided (the reaction: hold, or comply's law).
+A tick is a pipeline of stages (dyn_control.stages): check (watchdog) -> reference (goals and
+their trajectory, or the Cartesian target) -> law -> limits (rate, finite) -> command, then
+observe (external torques, contact and collision). The observer needs the torque applied
+before this state, not this state's command, so it runs once the command is out (`send`):
+it adds nothing to the command's latency, and a collision it finds is reacted to from the next
+tick (1 ms at 1 kHz, against the filter's tens of ms to cross a level). The core composes the
+stages and keeps the state machine that binds them: waiting for a state, tracking, holding (a
+goal ended, or cartesian_impedance refused), stale, collided (the reaction: hold, or comply's
+law).
 """
 
 from dataclasses import replace
@@ -139,9 +144,10 @@ class ControllerCore(Events):
 
     # ------------------------------------------------------------------ ticks
 
-    def update(self, now, state=None, effort=None):
+    def update(self, now, state=None, effort=None, send=None):
         """A good joint state (stamp, q, qd) at `now` (effort: its measured torques, or None),
-        or None for a watchdog tick. -> the Command to send: on a state when rate is 0."""
+        or None for a watchdog tick. -> the Command to send: on a state when rate is 0. send:
+        called with it as soon as it is computed, before the observe stage."""
         if state is None:
             return self._watchdog(now)
         if self.watchdog.seen(now):  # states are back: hold where the arm is now, no jump
@@ -151,10 +157,15 @@ class ControllerCore(Events):
             self.contact.restart()
         self.state = state
         self.goals.start_pending(state)
-        self.stats.timing()  # a state's compute starts with the observe stage
-        if self.contact.observe(state, self.output.command, effort):  # a collision, now
+        applied = self.output.command  # what the arm got since the last state
+        command = self.tick() if self.settings.rate == 0 else None
+        if command is not None and send is not None:
+            send(command)
+        self.stats.observing()
+        if self.contact.observe(state, applied, effort):  # a collision: the next tick reacts
             self._react(self.contact.collision)
-        return self.tick() if self.settings.rate == 0 else None
+        self.stats.observed()
+        return command
 
     def _react(self, reason):
         # the goal ends PATH_TOLERANCE_VIOLATED, JTC's closest code: the path was not followed
@@ -168,8 +179,7 @@ class ControllerCore(Events):
         if self.state is None or self.watchdog.stale:
             return None
         t, q, qd = self.state
-        if self.settings.rate > 0:  # the timer's tick (a state's started in update)
-            self.stats.timing()
+        self.stats.timing()
         # the integral's (and the target filter's) step: the time since the last tick, at most
         # state_timeout (a gap)
         dt = (0.0 if self.tick_time is None

@@ -120,7 +120,9 @@ class ComputedTorqueController(Node):
             stamp = self.get_clock().now().nanoseconds * 1e-9
         else:
             self.clock.check(stamp)
-        self._send(self.core.update(self._now(), (stamp, q, qd), self.reader.effort(msg)))
+        command = self.core.update(self._now(), (stamp, q, qd), self.reader.effort(msg),
+                                   send=self._publish)  # out before the observe stage
+        self._send(command, published=True)
 
     def on_trajectory(self, msg):
         if self.core is not None:
@@ -142,9 +144,13 @@ class ComputedTorqueController(Node):
         if self.core.events:
             log_events(self, self.core)
 
-    def _send(self, command):
+    def _publish(self, command):
+        self.topics.publish(command, self.core)
+
+    def _send(self, command, published=False):
         if command is not None:
-            self.topics.publish(command, self.core)
+            if not published:
+                self._publish(command)
             if self.contact_topics is not None:
                 self.contact_topics.publish(command.t, self.core)
         self.log_core_events()

@@ -1,5 +1,6 @@
-"""The observe stage, before the reference and the law: the external joint torques from the
-momentum observer (dyn_control.observer), the wrench at each ee_link, and Franka's two levels.
+"""The observe stage, after the command is out: the external joint torques from the momentum
+observer (dyn_control.observer), the wrench at each ee_link, and Franka's two levels, in one
+compiled call (kernels.momentum.observe).
 Contact is reported while it lasts; a collision is latched until a reset, which is refused
 while the arm is still in contact. The reaction to a collision (a switch of law) is the core's.
 

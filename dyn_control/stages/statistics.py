@@ -13,10 +13,12 @@ from ..cores import REPORT_EVERY
 
 class Statistics:
     """Compute times (s) of the last 5000 ticks, ticks, saturated ticks; `timing()` starts a
-    tick's clock and `tick(tau, limits, t, say)` stops it."""
+    tick's clock and `tick(tau, limits, t, say)` stops it. The observe stage's times, after
+    the command, likewise: `observing()` and `observed()`."""
 
     def __init__(self):
         self.compute_s = deque(maxlen=5000)
+        self.observe_s = deque(maxlen=5000)
         self.ticks = self.saturated = 0
         self.next_report = -np.inf
         self.start = None
@@ -34,9 +36,17 @@ class Statistics:
             self.next_report = t + REPORT_EVERY
             say("info", self.report())
 
-    def compute_times(self):
-        """(p50, p99, max) us of the law's compute time over the last 5000 ticks (zeros: none)."""
-        us = np.array(self.compute_s) * 1e6 if self.compute_s else np.zeros(1)
+    def observing(self):
+        self.start = time.perf_counter()
+
+    def observed(self):
+        self.observe_s.append(time.perf_counter() - self.start)
+
+    def compute_times(self, times=None):
+        """(p50, p99, max) us of the compute time, from a state to its command, over the last
+        5000 ticks (times: the observe stage's instead); zeros: none."""
+        times = self.compute_s if times is None else times
+        us = np.array(times) * 1e6 if times else np.zeros(1)
         return tuple(round(float(x), 1) for x in np.percentile(us, (50, 99, 100)))
 
     def report(self):
@@ -85,7 +95,9 @@ def report(core):
             for link, ek in zip(links, e):
                 values[f"{link}.pose_error_m"] = float(np.linalg.norm(ek[:3]))
     if contact.observer is not None:
+        o50, o99, _ = stats.compute_times(stats.observe_s)  # after the command, per state
         values.update({
+            "observe_p50_us": o50, "observe_p99_us": o99,
             "external_torque_max_nm": round(float(np.abs(contact.observer.r).max()), 6),
             "contact": contact.contact or "none", "collision": contact.collision or "none",
             "collisions": contact.collisions,
