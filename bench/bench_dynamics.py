@@ -254,7 +254,21 @@ def observer_tick(quick):
     frame, F = chain.frame("panda_hand"), np.empty(6)
     wrench = per_call_us(lambda: observer.wrench(q, frame, F), budget=budget)
     pin_us = per_call_us(theirs, budget=budget)
-    return {"update_us": update, "wrench_us": wrench, "pinocchio_terms_us": pin_us}
+    # the controller's whole observe stage: the two above in one compiled call with both levels'
+    # checks (the default parameters, ee_link the hand), at rest under g(q): no contact to say
+    # (the same flops as in motion)
+    from dyn_control.controller_core import ControllerCore
+    from dyn_control.parameters import CONTROLLER
+    from dyn_control.stages.settings import controller_settings
+    values = {"ee_link": "panda_hand"}
+    core = ControllerCore(controller_settings(
+        chain, lambda name: values[name] if name in values else CONTROLLER[name].default))
+    rest, g = np.zeros(chain.n), momentum_terms(chain, q, np.zeros(chain.n))[2]
+    stage = per_call_us(lambda: core.contact.observe((next(clock) * 1e-3, q, rest), g),
+                        budget=budget)
+    assert not core.contact.contact
+    return {"update_us": update, "wrench_us": wrench, "pinocchio_terms_us": pin_us,
+            "stage_us": stage}
 
 
 def simulator_step(quick):
@@ -379,7 +393,9 @@ def main():
     obs = observer_tick(args.quick)
     print(f"momentum observer on the panda, per tick: update {obs['update_us']:.2f} us (Pinocchio's"
           f" crba + computeCoriolisMatrix + computeGeneralizedGravity for the same terms: "
-          f"{obs['pinocchio_terms_us']:.2f} us), the wrench at the hand {obs['wrench_us']:.2f} us")
+          f"{obs['pinocchio_terms_us']:.2f} us), the wrench at the hand {obs['wrench_us']:.2f} us;"
+          f" the controller's observe stage (both in one call, and the levels) "
+          f"{obs['stage_us']:.2f} us")
 
     steps = simulator_step(args.quick)
     print("simulator step (RK4, 1 ms) against MuJoCo's RK4 mj_step, contacts off: " + "; ".join(

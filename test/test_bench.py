@@ -32,30 +32,34 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
 
 
 def test_loop_bench_quick_run_times_both_nodes_and_writes_json(tmp_path):
-    # two short rows over DDS in their own domain, the joint mode's and cartesian_impedance's:
-    # both nodes get states and answer, both exit 0 on Ctrl-C, and the controller reports its
-    # compute time. How many states are sent and answered is the machine's figure, not
+    # two short rows over DDS in their own domain, the joint mode's and cartesian_impedance's,
+    # each with the controller without its observer as a third node in the same turns: every
+    # node gets states and answers, exits 0 on Ctrl-C, and the controllers report their
+    # compute time (and the observe stage's, where it runs). How many states are sent and answered is the machine's figure, not
     # asserted: with two CPU hogs beside the suite the controller answered 444 of 501.
     pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
     out = tmp_path / "loop.json"
     res = subprocess.run([sys.executable, str(PACKAGE_DIR / "bench" / "bench_loop.py"),
                           "--executors", "events", "--rates", "250", "--cartesian", "250",
-                          "--observer-off",
-                          "--seconds", "5", "--domain", "66", "--json", str(out)],
+                          "--observer-off", "250",
+                          "--seconds", "6", "--domain", "66", "--json", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "p50 ratio" in res.stdout and "targets:" in res.stdout
     rows = json.loads(out.read_text())
     assert [r["mode"] for r in rows] == ["computed_torque", "cartesian_impedance"]
     for row in rows:
-        check_loop_row(row)
+        check_loop_row(row, ("relay", "controller", "without_observer"))
+        assert 0 < row["controller"]["observe_p50_us"] <= row["controller"]["observe_p99_us"]
+        assert "observe_p50_us" not in row["without_observer"]
 
 
-def check_loop_row(row):
-    for node in ("relay", "controller"):
+def check_loop_row(row, nodes=("relay", "controller")):
+    for node in nodes:
         figures = row[node]
         assert figures["exit_code"] == 0
         assert 0 < figures["answered"] <= figures["states"]
         assert 0 < figures["p50_us"] <= figures["p99_us"] <= figures["max_us"]
     assert row["p50_ratio"] == row["controller"]["p50_us"] / row["relay"]["p50_us"]
-    assert 0 < row["controller"]["compute_p50_us"] <= row["controller"]["compute_p99_us"]
+    for node in nodes[1:]:
+        assert 0 < row[node]["compute_p50_us"] <= row[node]["compute_p99_us"]
