@@ -1,5 +1,6 @@
 """Identification of an arm's inertial and friction parameters (issue 31), pure numpy over the
-compiled kernels. What is here so far: the joint torque regressor and the parameter vector.
+compiled kernels. What is here so far: the joint torque regressor, the parameter vector and
+the base parameters.
 
     tau = Y(q, qd, qdd) pi,   pi = (pi_1 ... pi_n, viscous (n), Coulomb (n), offset (n))
 
@@ -51,3 +52,63 @@ def parameter_names(chain, friction=True):
     if friction:
         names += [f"{joint}.{kind}" for kind in FRICTION for joint in chain.joint_names]
     return names
+
+
+def pivoted_qr(W):
+    """(R (k, c), order (c,)) of W (m, c), k its rank, by Gram-Schmidt with column pivoting
+    (each step takes the remaining column of largest norm, as LAPACK's geqp3), orthogonalized
+    twice: W[:, order] = Q R. The rank counts the steps whose column norm is above
+    max(m, c) eps times the first, as numpy's matrix_rank counts singular values."""
+    A = np.array(W, dtype=float)
+    m, c = A.shape
+    order, R, Q = np.arange(c), np.zeros((min(m, c), c)), np.zeros((m, min(m, c)))
+    first = None
+    for k in range(min(m, c)):
+        j = k + int(np.argmax(np.einsum("ij,ij->j", A[:, k:], A[:, k:])))
+        A[:, [k, j]], R[:, [k, j]], order[[k, j]] = A[:, [j, k]], R[:, [j, k]], order[[j, k]]
+        v = A[:, k] - Q[:, :k] @ (Q[:, :k].T @ A[:, k])  # the second pass
+        r = np.linalg.norm(v)
+        first = r if first is None else first
+        if r <= max(m, c) * np.finfo(float).eps * first:
+            return R[:k], order
+        Q[:, k] = v / r
+        R[k, k], R[k, k + 1:] = r, Q[:, k] @ A[:, k + 1:]
+        A[:, k + 1:] -= np.outer(Q[:, k], R[k, k + 1:])
+    return R, order
+
+
+class BaseParameters:
+    """The identifiable combinations of pi (Gautier's base parameters) from the regressor
+    stacked at `samples` random states within the joint limits: W[:, order] = Q R by
+    pivoted_qr, rank k. The first k columns of `order` are independent; each other column is a
+    combination of them, W_d = W_i K with K = R_ii^-1 R_id. So W pi = W_i beta, with
+        beta = pi[independent] + K pi[dependent]     (`of(pi)`)
+    `regrouping` says each beta as text, for instance "joint2.izz + 1 joint3.m + ...", with the
+    entries of K below 1e-10 of its largest dropped."""
+
+    def __init__(self, chain, friction=True, samples=100, seed=0):
+        rng = np.random.default_rng(seed)
+        low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+        high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+        W = np.vstack([regressor(chain, rng.uniform(low, high), rng.uniform(-2, 2, chain.n),
+                                 rng.uniform(-5, 5, chain.n), friction)
+                       for _ in range(samples)])
+        R, order = pivoted_qr(W)
+        k = len(R)
+        self.independent, self.dependent = order[:k], order[k:]
+        self.K = np.linalg.solve(R[:, :k], R[:, k:]) if k else np.zeros((0, len(order) - k))
+        self.K[np.abs(self.K) < 1e-10 * max(np.abs(self.K).max(initial=0.0), 1.0)] = 0.0
+        names = parameter_names(chain, friction)
+        self.regrouping = [
+            " + ".join([names[i]] + [f"{g:.6g} {names[d]}" for g, d in zip(row, self.dependent)
+                                     if g != 0.0])
+            for i, row in zip(self.independent, self.K)]
+
+    def of(self, pi):
+        """beta (k,) of a full parameter vector pi."""
+        pi = np.asarray(pi, dtype=float)
+        return pi[self.independent] + self.K @ pi[self.dependent]
+
+    def columns(self, Y):
+        """The regressor's columns of the base parameters: Y pi = columns(Y) @ of(pi)."""
+        return Y[..., self.independent]

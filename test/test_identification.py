@@ -10,7 +10,8 @@ import pytest
 
 from conftest import DEFAULT_ARM, URDF_DIR, require, robots_dir
 from dyn_control import inverse_dynamics, load_chain
-from dyn_control.identification import INERTIAL, parameter_names, parameters, regressor
+from dyn_control.identification import (INERTIAL, BaseParameters, parameter_names, parameters,
+                                        pivoted_qr, regressor)
 
 ARMS = {  # path under example-robot-data's robots, load_chain keyword arguments
     "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
@@ -76,3 +77,35 @@ def test_the_regressor_and_parameters_match_pinocchio(name):
         expected = Y[np.ix_(rows, cols)]
         ours = regressor(chain, q, qd, qdd, friction=False)
         np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("name", ["default_arm", "panda", "tiago_prismatic_torso", "dual_arm_tree"])
+def test_the_base_parameters_explain_every_torque(name):
+    """Y pi = Y_b beta at states the decomposition never saw (1e-12 of the largest torque);
+    the rank is numpy's matrix_rank (SVD) of the stacked regressor, and the base columns are of
+    full rank; a body-1 parameter that the first joint cannot feel alone (its mass) is not a
+    base parameter by itself."""
+    _, chain = arm(name)
+    base = BaseParameters(chain, samples=60)
+    pi = parameters(chain)
+    W = np.vstack([regressor(chain, q, qd, qdd) for q, qd, qdd in states(chain, 40, seed=7)])
+    np.testing.assert_allclose(base.columns(W) @ base.of(pi), W @ pi, rtol=0,
+                               atol=1e-12 * np.abs(W @ pi).max())
+    k = len(base.independent)
+    assert np.linalg.matrix_rank(W) == k == np.linalg.matrix_rank(base.columns(W))
+    assert f"{chain.joint_names[0]}.m" not in base.regrouping
+    assert len(base.regrouping) == k < len(pi)
+
+
+def test_pivoted_qr_matches_lapacks_pivoting():
+    """pivoted_qr against scipy.linalg.qr(pivoting=True) (LAPACK geqp3) on a badly scaled
+    matrix with a dependent and a zero column: the same order, |diag R| to 1e-9, rank 28."""
+    linalg = require("scipy.linalg")
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(200, 30)) * 10.0 ** rng.uniform(-3, 3, 30)
+    W[:, 5], W[:, 9] = 3 * W[:, 2] - W[:, 7], 0.0
+    R, order = pivoted_qr(W)
+    _, R2, order2 = linalg.qr(W, pivoting=True, mode="economic")
+    assert len(R) == 28 == np.linalg.matrix_rank(W)
+    np.testing.assert_array_equal(order[:28], order2[:28])
+    np.testing.assert_allclose(np.abs(np.diag(R)), np.abs(np.diag(R2))[:28], rtol=1e-9)

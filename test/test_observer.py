@@ -282,8 +282,9 @@ def test_the_wrench_is_flagged_exactly_where_a_singular_value_drops(arm):
 
 def test_the_cholesky_shortcut_is_taken_only_above_the_smallest_eigenvalue():
     """cholesky_solve_above on random symmetric 6 x 6 matrices with eigenvalues around the
-    level: it solves (numpy's solve, to 1e-12 times A's condition, relative) only where numpy's smallest eigenvalue is
-    above the level; it says no where it is below (it may also say no just above)."""
+    level: it solves (numpy's solve, to 1e-12 times A's condition, relative) only where
+    numpy's smallest eigenvalue is above the level; it says no where that is below 1/6 of
+    the level (the trace bound), and leaves x untouched then."""
     rng = np.random.default_rng(3)
     level, taken = 1e-6, 0
     for _ in range(300):
