@@ -10,6 +10,8 @@ columns are those the simulator and the controller use: viscous qd, Coulomb sign
 URDF's <dynamics damping friction>), and a constant offset per joint.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .dynamics import as_vector
@@ -112,3 +114,56 @@ class BaseParameters:
     def columns(self, Y):
         """The regressor's columns of the base parameters: Y pi = columns(Y) @ of(pi)."""
         return Y[..., self.independent]
+
+
+class Fit(NamedTuple):
+    beta: np.ndarray  # (k,) the estimates
+    covariance: np.ndarray  # (k, k) theirs, from the weighted rows
+
+    @property
+    def relative_std(self):
+        """Each estimate's standard deviation over its |value| (inf where it is 0)."""
+        with np.errstate(divide="ignore"):
+            return np.sqrt(np.diag(self.covariance)) / np.abs(self.beta)
+
+
+def fit(W, tau, n, weighted=True):
+    """Fit from stacked regressor rows W (m n, k), each sample's n joints in turn, and the
+    torques tau (m n,). Least squares; weighted, it is solved again with each joint's rows
+    divided by the standard deviation of that joint's residual in the first solve (joints
+    differ in noise and in scale). The covariance is (W_w^T W_w)^-1 of those weighted rows,
+    whose noise then has unit variance (for the plain fit too: an approximation there)."""
+    beta = np.linalg.lstsq(W, tau, rcond=None)[0]
+    residual = (tau - W @ beta).reshape(-1, n)
+    dof = max(residual.shape[0] - W.shape[1] / n, 1.0)  # each joint's share of the fit
+    floor = np.finfo(float).eps * max(np.abs(tau).max(), 1.0)  # a noise-free fit
+    sigma = np.tile(np.maximum(np.sqrt((residual ** 2).sum(axis=0) / dof), floor), len(tau) // n)
+    rows = W / sigma[:, None]
+    if weighted:
+        beta = np.linalg.lstsq(rows, tau / sigma, rcond=None)[0]
+    return Fit(beta, np.linalg.inv(rows.T @ rows))
+
+
+def perturbed(chain, seed, tool_mass=1.0, tool_offset=0.08):
+    """A physically consistent "real arm" made from a model, as issue 31's tests make it:
+    each body's mass x U(0.7, 1.3), its centre of mass moved by up to 2 cm, its rotational
+    inertia about it x U(0.6, 1.6) (a positive scale keeps the triangle inequalities); a tool
+    of tool_mass kg tool_offset m along the tip link's z; viscous 0.5 to 3 N m s/rad and Coulomb
+    1 to 5 N m on the proximal half of the joints."""
+    from dataclasses import replace
+    rng = np.random.default_rng(seed)
+    n = chain.n
+    direction = rng.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    mass = chain.mass * rng.uniform(0.7, 1.3, n)
+    com = chain.com + direction * rng.uniform(0.0, 0.02, (n, 1))
+    inertia = chain.inertia * rng.uniform(0.6, 1.6, (n, 1, 1))
+    proximal = (n + 1) // 2
+    joints = tuple(
+        replace(j, damping=float(rng.uniform(0.5, 3.0)), friction=float(rng.uniform(1.0, 5.0)))
+        if i < proximal else j for i, j in enumerate(chain.joints))
+    truth = replace(chain, mass=mass, com=com, inertia=inertia, joints=joints)
+    radius = 0.03  # the tool as a solid sphere
+    sphere = 0.4 * tool_mass * radius ** 2
+    return truth.with_payload(tool_mass, (0.0, 0.0, tool_offset), (sphere, sphere, sphere,
+                                                                   0.0, 0.0, 0.0))

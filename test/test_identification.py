@@ -10,8 +10,10 @@ import pytest
 
 from conftest import DEFAULT_ARM, URDF_DIR, require, robots_dir
 from dyn_control import inverse_dynamics, load_chain
-from dyn_control.identification import (INERTIAL, BaseParameters, parameter_names, parameters,
-                                        pivoted_qr, regressor)
+from dyn_control.inertia import check_inertia
+from dyn_control.excitation import optimize
+from dyn_control.identification import (INERTIAL, BaseParameters, fit, parameter_names,
+                                        parameters, perturbed, pivoted_qr, regressor)
 
 ARMS = {  # path under example-robot-data's robots, load_chain keyword arguments
     "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
@@ -109,3 +111,106 @@ def test_pivoted_qr_matches_lapacks_pivoting():
     assert len(R) == 28 == np.linalg.matrix_rank(W)
     np.testing.assert_array_equal(order[:28], order2[:28])
     np.testing.assert_allclose(np.abs(np.diag(R)), np.abs(np.diag(R2))[:28], rtol=1e-9)
+
+
+START = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])  # the default arm's home
+
+
+@pytest.fixture(scope="module")
+def default_setup():
+    chain = load_chain(DEFAULT_ARM)
+    base = BaseParameters(chain)
+    trajectory, cond = optimize(chain, base, START, seed=0)
+    held_out, _ = optimize(chain, base, START, seed=1, candidates=4, rounds=0)
+    return chain, base, trajectory, cond, held_out
+
+
+def samples(chain, truth, trajectory, step=1e-2):
+    """Stacked nominal regressor rows and the truth's torques (its own inverse dynamics and
+    friction: an independent route) along a period of the trajectory."""
+    t = np.arange(0.0, trajectory.period, step)
+    W, tau = [], []
+    for q, qd, qdd in zip(*trajectory(t)):
+        W.append(regressor(chain, q, qd, qdd))
+        tau.append(inverse_dynamics(truth, q, qd, qdd) + truth.damping * qd
+                   + truth.friction * np.sign(qd))
+    return np.vstack(W), np.concatenate(tau)
+
+
+def test_the_excitation_is_at_rest_at_both_ends_and_inside_the_limits(default_setup):
+    """qd = qdd = 0 and q = the start at t = 0 and after a whole period (1e-12); position,
+    velocity (URDF) and effort (the model's torques) within the limits at 2001 samples."""
+    chain, _, trajectory, cond, _ = default_setup
+    q, qd, qdd = trajectory(np.linspace(0.0, trajectory.period, 2001))
+    for k in (0, -1):
+        np.testing.assert_allclose(q[k], START, atol=1e-12)
+        np.testing.assert_allclose(qd[k], 0.0, atol=1e-12)
+        np.testing.assert_allclose(qdd[k], 0.0, atol=1e-12)
+    assert np.all((q >= chain.lower) & (q <= chain.upper))
+    assert np.all(np.abs(qd) <= chain.velocity_limits)
+    tau = np.array([inverse_dynamics(chain, *x) for x in zip(q, qd, qdd)])
+    assert np.all(np.abs(tau) <= chain.effort_limits)
+    assert 1.0 <= cond < 100.0  # the scaled base regressor; what the optimizer reached
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_noise_free_identification_recovers_the_truth(default_setup, seed):
+    """A perturbed truth (identification.perturbed: issue 31's recipe) seen through its exact
+    states and torques: the base parameters within 0.5 % (relative norm), friction within 1 %,
+    and a held-out trajectory's torques within 0.5 % of each joint's RMS; the nominal model
+    is far off by the same measure (> 10 %), so the check has teeth."""
+    chain, base, trajectory, _, held_out = default_setup
+    truth = perturbed(chain, seed)
+    W, tau = samples(chain, truth, trajectory)
+    beta = fit(base.columns(W), tau, chain.n).beta
+    true_beta = base.of(parameters(truth))
+    error = np.linalg.norm(beta - true_beta) / np.linalg.norm(true_beta)
+    assert error <= 5e-3
+    assert np.linalg.norm(base.of(parameters(chain)) - true_beta) / np.linalg.norm(true_beta) > 0.1
+    names = [base.regrouping[i] for i in range(len(beta))]
+    for kind, values in (("viscous", truth.damping), ("coulomb", truth.friction)):
+        for joint, value in zip(chain.joint_names, values):
+            k = names.index(f"{joint}.{kind}")  # each friction term is a base parameter alone
+            assert abs(beta[k] - value) <= 0.01 * max(value, 1e-3) + 1e-9
+    W2, tau2 = samples(chain, truth, held_out)
+    predicted = (base.columns(W2) @ beta).reshape(-1, chain.n)
+    rms = np.sqrt((tau2.reshape(-1, chain.n) ** 2).mean(axis=0))
+    assert np.all(np.abs(predicted - tau2.reshape(-1, chain.n)).max(axis=0) <= 5e-3 * rms)
+
+
+def test_with_effort_noise_the_truth_is_inside_the_reported_bound(default_setup):
+    """Effort noise of 1 % of each joint's RMS torque on exact states (the signal chain of
+    filtering and differentiation is not built yet): the base parameters within 3 %, and the
+    truth inside the 99.9 % ellipsoid of the reported covariance (chi-square with k degrees
+    of freedom, scipy's quantile); one seed of noise."""
+    stats = require("scipy.stats")
+    chain, base, trajectory, _, _ = default_setup
+    truth = perturbed(chain, 0)
+    W, tau = samples(chain, truth, trajectory)
+    rms = np.sqrt((tau.reshape(-1, chain.n) ** 2).mean(axis=0))
+    noise = (np.random.default_rng(4).normal(size=tau.shape)
+             * np.tile(0.01 * rms, len(tau) // chain.n))
+    result = fit(base.columns(W), tau + noise, chain.n)
+    beta, true_beta = result.beta, base.of(parameters(truth))
+    assert np.linalg.norm(beta - true_beta) / np.linalg.norm(true_beta) <= 0.03
+    assert np.all(np.isfinite(result.relative_std))
+    d = beta - true_beta
+    assert d @ np.linalg.solve(result.covariance, d) <= stats.chi2.ppf(0.999, len(beta))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_perturbed_truth_is_a_physical_arm(seed):
+    """Every body of the truth passes the loader's own inertia checks, its 4 x 4
+    pseudo-inertia is positive definite (numpy's eigenvalues), and the proximal joints carry
+    the friction of the recipe."""
+    chain = load_chain(DEFAULT_ARM)
+    truth = perturbed(chain, seed)
+    for i in range(chain.n):
+        assert not check_inertia(f"body {i}", truth.mass[i], truth.inertia[i])
+        I, h, m = truth.inertia_origin[i], truth.h[i], truth.mass[i]
+        pseudo = np.block([[0.5 * np.trace(I) * np.eye(3) - I, h[:, None]],
+                           [h[None, :], np.array([[m]])]])
+        assert np.linalg.eigvalsh(pseudo).min() > 0
+    proximal = (chain.n + 1) // 2
+    assert np.all((0.5 <= truth.damping[:proximal]) & (truth.damping[:proximal] <= 3.0))
+    assert np.all((1.0 <= truth.friction[:proximal]) & (truth.friction[:proximal] <= 5.0))
