@@ -133,15 +133,22 @@ def fit(W, tau, n, weighted=True):
     divided by the standard deviation of that joint's residual in the first solve (joints
     differ in noise and in scale). The covariance is (W_w^T W_w)^-1 of those weighted rows,
     whose noise then has unit variance (for the plain fit too: an approximation there)."""
-    beta = np.linalg.lstsq(W, tau, rcond=None)[0]
-    residual = (tau - W @ beta).reshape(-1, n)
-    dof = max(residual.shape[0] - W.shape[1] / n, 1.0)  # each joint's share of the fit
-    floor = np.finfo(float).eps * max(np.abs(tau).max(), 1.0)  # a noise-free fit
-    sigma = np.tile(np.maximum(np.sqrt((residual ** 2).sum(axis=0) / dof), floor), len(tau) // n)
+    beta, sigma = joint_noise(W, tau, n)
     rows = W / sigma[:, None]
     if weighted:
         beta = np.linalg.lstsq(rows, tau / sigma, rcond=None)[0]
     return Fit(beta, np.linalg.inv(rows.T @ rows))
+
+
+def joint_noise(W, tau, n):
+    """(beta, sigma): the plain least-squares fit, and per row the standard deviation of its
+    joint's residual there (m n,), floored at machine precision for a noise-free fit."""
+    beta = np.linalg.lstsq(W, tau, rcond=None)[0]
+    residual = (tau - W @ beta).reshape(-1, n)
+    dof = max(residual.shape[0] - np.linalg.matrix_rank(W) / n, 1.0)  # each joint's share
+    floor = np.finfo(float).eps * max(np.abs(tau).max(), 1.0)
+    sigma = np.maximum(np.sqrt((residual ** 2).sum(axis=0) / dof), floor)
+    return beta, np.tile(sigma, len(tau) // n)
 
 
 def perturbed(chain, seed, tool_mass=1.0, tool_offset=0.08):
@@ -167,3 +174,61 @@ def perturbed(chain, seed, tool_mass=1.0, tool_offset=0.08):
     sphere = 0.4 * tool_mass * radius ** 2
     return truth.with_payload(tool_mass, (0.0, 0.0, tool_offset), (sphere, sphere, sphere,
                                                                    0.0, 0.0, 0.0))
+
+
+def _pseudo_inertia_svec(n_params):
+    """(10, 10): column k is svec(E_k) of the 4 x 4 pseudo-inertia [[tr(I)/2 1 - I, h],
+    [h^T, m]] of a body's parameters (m, h, xx, xy, yy, xz, yz, zz), in Clarabel's svec order
+    (the upper triangle column by column, off-diagonal entries times sqrt 2)."""
+    E = np.zeros((10, 4, 4))
+    E[0, 3, 3] = 1.0  # m
+    for c in range(3):  # h
+        E[1 + c, c, 3] = E[1 + c, 3, c] = 1.0
+    for k, (r, s) in enumerate(((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))):
+        inertia = np.zeros((3, 3))
+        inertia[r, s] = inertia[s, r] = 1.0
+        E[4 + k, :3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    upper = [(r, c) for c in range(4) for r in range(c + 1)]
+    return np.array([[E[k, r, c] * (1.0 if r == c else np.sqrt(2.0)) for k in range(n_params)]
+                     for r, c in upper])
+
+
+def consistent_fit(W, tau, n, nominal, regularization=1e-8):
+    """pi (10 n + 3 n) of least residual on the full regressor rows W (m n, 13 n) and tau,
+    subject to physical consistency: each body's 4 x 4 pseudo-inertia positive semidefinite
+    (its mass, centre of mass and inertia a real body's, Wensing et al. 2017) and viscous and
+    Coulomb friction >= 0. Rows are weighted as `fit` weighs them (each joint by the standard
+    deviation of its plain least-squares residual). The full pi is not identifiable: a small
+    pull towards `nominal` (regularization times the mean diagonal of W^T W) picks the
+    physical solution nearest the model in the directions the data cannot see.
+
+    Solved as a semidefinite program by Clarabel (an interior-point conic solver: pinned, no
+    other dependency than scipy's sparse matrices); ValueError when it does not converge."""
+    import clarabel
+    from scipy import sparse
+
+    _, sigma = joint_noise(W, tau, n)
+    rows, target = W / sigma[:, None], tau / sigma
+    count = W.shape[1]
+    gram = rows.T @ rows
+    weight = regularization * np.trace(gram) / count
+    P = sparse.csc_matrix(np.triu(gram + weight * np.eye(count)))
+    q = -(rows.T @ target + weight * np.asarray(nominal, dtype=float))
+    blocks, cones = [], []
+    svec = _pseudo_inertia_svec(INERTIAL)
+    for i in range(n):  # Clarabel's slack s = b - A x in the cone: b = 0, A = -svec(J)
+        A = np.zeros((10, count))
+        A[:, INERTIAL * i:INERTIAL * (i + 1)] = -svec
+        blocks.append(A)
+        cones.append(clarabel.PSDTriangleConeT(4))
+    A = np.zeros((2 * n, count))  # viscous and Coulomb >= 0
+    A[np.arange(2 * n), INERTIAL * n + np.arange(2 * n)] = -1.0
+    blocks.append(A)
+    cones.append(clarabel.NonnegativeConeT(2 * n))
+    A = sparse.csc_matrix(np.vstack(blocks))
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    solution = clarabel.DefaultSolver(P, q, A, np.zeros(A.shape[0]), cones, settings).solve()
+    if str(solution.status) not in ("Solved", "AlmostSolved"):
+        raise ValueError(f"the physically consistent fit did not converge: {solution.status}")
+    return np.array(solution.x)
