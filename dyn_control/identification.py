@@ -232,3 +232,55 @@ def consistent_fit(W, tau, n, nominal, regularization=1e-8):
     if str(solution.status) not in ("Solved", "AlmostSolved"):
         raise ValueError(f"the physically consistent fit did not converge: {solution.status}")
     return np.array(solution.x)
+
+
+def body_inertials(pi, n):
+    """Each body's (mass kg, centre of mass (3,) m, inertia about it (3, 3)) in its frame, of
+    the inertial part of pi; a body of no mass keeps its inertia about the origin."""
+    from .inertia import inertia_matrix, parallel_axis
+    out = []
+    for i in range(n):
+        m, h = pi[INERTIAL * i], pi[INERTIAL * i + 1:INERTIAL * i + 4]
+        xx, xy, yy, xz, yz, zz = pi[INERTIAL * i + 4:INERTIAL * (i + 1)]
+        about_origin = inertia_matrix(xx, yy, zz, xy, xz, yz)
+        if m <= 0.0:
+            out.append((0.0, np.zeros(3), about_origin))
+            continue
+        c = h / m
+        out.append((float(m), c, about_origin - parallel_axis(m, c)))
+    return out
+
+
+def identified_urdf(source, chain, pi):
+    """The URDF `source` (what load_chain took) with pi's bodies and friction: each body's
+    inertial on the first link of the body (the joint's child link, whose frame is the body's)
+    and none on the links lumped into it (fixed children, locked fingers: their share is in the
+    fit); each joint's <dynamics damping> the viscous term and `friction` the Coulomb term. The
+    offsets have no place in a URDF and are left out. Everything else is kept as it was."""
+    from xml.etree import ElementTree
+
+    from .urdf import read_urdf_text
+    robot = ElementTree.fromstring(read_urdf_text(source).encode("utf-8"))
+    links = {link.get("name"): link for link in robot.iter("link")}
+    joints = {joint.get("name"): joint for joint in robot.iter("joint")}
+    n = chain.n
+    for (m, c, inertia), names in zip(body_inertials(pi, n), chain.lumped_links):
+        for name in names:
+            for old in links[name].findall("inertial"):
+                links[name].remove(old)
+        inertial = ElementTree.SubElement(links[names[0]], "inertial")
+        ElementTree.SubElement(inertial, "origin", xyz=" ".join(f"{v:.12g}" for v in c),
+                               rpy="0 0 0")
+        ElementTree.SubElement(inertial, "mass", value=f"{m:.12g}")
+        ElementTree.SubElement(inertial, "inertia", **{
+            key: f"{inertia[r, s]:.12g}" for key, (r, s) in (
+                ("ixx", (0, 0)), ("ixy", (0, 1)), ("ixz", (0, 2)), ("iyy", (1, 1)),
+                ("iyz", (1, 2)), ("izz", (2, 2)))})
+    friction = pi[INERTIAL * n:(INERTIAL + 2) * n].reshape(2, n)  # viscous, Coulomb
+    for name, b, f in zip(chain.joint_names, *friction):
+        dynamics = joints[name].find("dynamics")
+        if dynamics is None:
+            dynamics = ElementTree.SubElement(joints[name], "dynamics")
+        dynamics.set("damping", f"{max(b, 0.0):.12g}")
+        dynamics.set("friction", f"{max(f, 0.0):.12g}")
+    return ElementTree.tostring(robot, encoding="unicode")

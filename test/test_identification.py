@@ -13,8 +13,8 @@ from dyn_control import inverse_dynamics, load_chain
 from dyn_control.inertia import check_inertia
 from dyn_control.excitation import optimize
 from dyn_control.identification import (INERTIAL, BaseParameters, consistent_fit, fit,
-                                        parameter_names, parameters, perturbed, pivoted_qr,
-                                        regressor)
+                                        identified_urdf, parameter_names, parameters,
+                                        perturbed, pivoted_qr, regressor)
 
 ARMS = {  # path under example-robot-data's robots, load_chain keyword arguments
     "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
@@ -252,3 +252,19 @@ def test_the_consistent_fit_is_physical_and_fits_as_well(default_setup):
             <= 1.1 * np.linalg.norm(tau - base.columns(W) @ plain.beta))
     true_beta = base.of(parameters(truth))
     assert np.linalg.norm(base.of(pi) - true_beta) / np.linalg.norm(true_beta) <= 0.03
+
+
+@pytest.mark.parametrize("name", ["default_arm", "panda"])
+def test_the_identified_urdf_loads_as_the_fit(name):
+    """identified_urdf with a perturbed truth's parameters, loaded back the same way: its
+    chain's inertial parameters, damping and friction are the ones written (1e-9 relative),
+    the Panda's hand and fingers included (their share sits on panda_link7)."""
+    path, chain = arm(name)
+    pi = parameters(perturbed(chain, 2))
+    kwargs = ARMS[name][1] if name in ARMS else {}
+    loaded = load_chain(identified_urdf(path, chain, pi), **kwargs)
+    assert loaded.joint_names == chain.joint_names
+    written = parameters(loaded)
+    n = chain.n
+    np.testing.assert_allclose(written[:(INERTIAL + 2) * n], pi[:(INERTIAL + 2) * n], rtol=0,
+                               atol=1e-9 * np.abs(pi).max())
