@@ -336,6 +336,14 @@ SIMULATOR = Table(
     *(Param(p.name, p.default, p.description + " (the load the simulated arm carries: tests put "
             "one here that the controller does not know)" if p.name == "payload_mass" else
             p.description, any_type=p.any_type, shown_default=p.shown_default) for p in PAYLOAD),
+    # a real arm's sensors, to try identification against (issue 31): white, Gaussian, on what
+    # is published only (the physics runs on the true state)
+    Param("noise.position", 0.0, "rad or m, standard deviation of the noise on the published "
+          "positions (0: none)", run_time=False, low=0.0),
+    Param("noise.velocity", 0.0, "rad/s or m/s, likewise on the velocities", run_time=False,
+          low=0.0),
+    Param("noise.effort", 0.0, "N·m or N, likewise on the efforts", run_time=False, low=0.0),
+    Param("noise.seed", 0, "seed of the noise (a run is repeatable)", run_time=False, low=0.0),
 )
 
 TRAJECTORY_DEMO = Table(

@@ -34,7 +34,10 @@ def simulator_settings(chain, value, order=None):
         publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
         synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
         command_timeout=value("command_timeout"),
-        model=payload_model(chain, value))
+        model=payload_model(chain, value),
+        noise=np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
+                       dtype=float),
+        seed=int(value("noise.seed")))
 
 
 class SimulatorCore(Events):
@@ -54,7 +57,19 @@ class SimulatorCore(Events):
         self.missed = 0  # of those, states no new command answered in time
         self.timeouts = 0
         self.pace = None  # (now, sim t) at the first command: the real-time factor counts from it
+        self.noise = s["noise"]  # sigma of q, qd and effort, on what is published
+        self.rng = np.random.default_rng(s["seed"])
         self._next_report = REPORT_EVERY
+
+    def measured(self):
+        """(q, qd, effort) as the arm's sensors give them: the true state and applied effort,
+        with the noise the parameters ask for (the same arrays when there is none)."""
+        sim = self.sim
+        true = (sim.q, sim.qd, sim.tau)
+        if not self.noise.any():
+            return true
+        return tuple(x + sigma * self.rng.standard_normal(x.shape) if sigma else x
+                     for x, sigma in zip(true, self.noise))
 
     def set_model(self, model):
         """A new payload: the next step carries it."""

@@ -17,13 +17,14 @@ CONTROLLER_NODE = "computed_torque_controller"
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
                 controller_params=None, simulator_params=None, timeout=300.0,
                 controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None,
-                model_params=None):
+                model_params=None, sim_urdf=None):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
     controller_first: seconds the controller runs alone before the simulator starts.
     simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
     processes started after the simulator (fault injectors, load); demo_params: parameters of
-    trajectory_demo; model_params: every node's (tip_link, joints).
+    trajectory_demo; model_params: every node's (tip_link, joints). sim_urdf: the simulator's
+    own URDF of the same joints (a truth the controller does not know; default: the arm's).
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
@@ -35,7 +36,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
 
     urdf, arm_configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf), **(model_params or {})}
-    sim_params = {**common, **(simulator_params or {})}
+    sim_params = {**common, **({"urdf_file": str(sim_urdf)} if sim_urdf else {}),
+                  **(simulator_params or {})}
     ctl_params = {**common, "use_sim_time": True, **(controller_params or {})}
     if mode:
         ctl_params["mode"] = mode

@@ -1,9 +1,12 @@
 """The simulated arm: dynamics_simulator + computed_torque_controller (+ trajectory_demo).
 
     ros2 launch dyn_control sim.launch.py [arm:=default_arm|two_link|dual_arm] [urdf_file:=PATH]
-        [arm_params:=YAML] [use_sim_time:=true] [controller_params:=YAML] [demo:=true]
+        [sim_urdf_file:=PATH] [arm_params:=YAML] [use_sim_time:=true] [controller_params:=YAML]
+        [demo:=true]
 
-The URDF (or xacro) reaches every node as the robot_description parameter. Parameter defaults
+The URDF (or xacro) reaches every node as the robot_description parameter. sim_urdf_file gives
+the simulator another model of the same joints (a "real arm" the controller does not know, to
+try identification against); the other nodes keep the arm's. Parameter defaults
 come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
 """
 
@@ -29,10 +32,12 @@ def _nodes(context):
     controller_params = (LaunchConfiguration("controller_params").perform(context)
                          or share("config", "controller.yaml"))
     model = {"robot_description": description}
+    sim_urdf_file = LaunchConfiguration("sim_urdf_file").perform(context)
+    sim_model = {"robot_description": robot_description(sim_urdf_file)} if sim_urdf_file else model
     nodes = [
         Node(package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
              output="screen",
-             parameters=[share("config", "simulator.yaml"), *arm_params, model,
+             parameters=[share("config", "simulator.yaml"), *arm_params, sim_model,
                          {"publish_clock": sim_time}]),
         Node(package=PACKAGE, executable="computed_torque_controller",
              name="computed_torque_controller", output="screen",
@@ -53,6 +58,9 @@ def generate_launch_description():
                                           "dual_arm)"),
         DeclareLaunchArgument("urdf_file", default_value="",
                               description="URDF or xacro of your own arm (overrides arm)"),
+        DeclareLaunchArgument("sim_urdf_file", default_value="",
+                              description="the simulator's own model of the same joints (a "
+                                          "truth the controller does not know)"),
         DeclareLaunchArgument("arm_params", default_value="",
                               description="YAML for every node, for your own arm (a tree's "
                                           "joints, say; see config/dual_arm.yaml)"),

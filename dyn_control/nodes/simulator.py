@@ -147,7 +147,7 @@ class DynamicsSimulator(Node):
         self.stepper.answered.clear()
         # a stamp of 0 means "unstamped" to ROS (the controller takes its own clock for it, on
         # another time base when the two clocks differ), so the state at t = 0 is stamped 1 ns
-        self.state_pub.publish(self.state_msg.fill(max(sim.t, 1e-9), sim.q, sim.qd, sim.tau))
+        self.state_pub.publish(self.state_msg.fill(max(sim.t, 1e-9), *self.core.measured()))
         pushed = sim.external_torques.any()
         if pushed or self.pushed:
             self.truth_pub.publish(self.truth_msg.fill(max(sim.t, 1e-9), sim.external_torques))
