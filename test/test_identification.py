@@ -11,6 +11,7 @@ import pytest
 from conftest import DEFAULT_ARM, URDF_DIR, require, robots_dir
 from dyn_control import inverse_dynamics, load_chain
 from dyn_control.inertia import check_inertia
+from dyn_control.signals import check_recording, prepare
 from dyn_control.excitation import optimize
 from dyn_control.identification import (INERTIAL, BaseParameters, consistent_fit, fit,
                                         identified_urdf, parameter_names, parameters,
@@ -268,3 +269,72 @@ def test_the_identified_urdf_loads_as_the_fit(name):
     n = chain.n
     np.testing.assert_allclose(written[:(INERTIAL + 2) * n], pi[:(INERTIAL + 2) * n], rtol=0,
                                atol=1e-9 * np.abs(pi).max())
+
+
+def recording(truth, trajectory, seed, periods=2, sigma_q=1e-4, effort_share=0.01):
+    """A 1 kHz recording of the truth following the trajectory exactly, with issue 31's noise:
+    sigma_q on q and effort_share of each joint's RMS torque on the efforts -> (t, q, effort,
+    the true torques, each joint's RMS torque)."""
+    t = np.arange(0.0, periods * trajectory.period, 1e-3)
+    q, qd, qdd = trajectory(t)
+    tau = np.array([inverse_dynamics(truth, *x) + truth.damping * x[1]
+                    + truth.friction * np.sign(x[1]) for x in zip(q, qd, qdd)])
+    rng = np.random.default_rng(seed)
+    rms = np.sqrt((tau ** 2).mean(axis=0))
+    return (t, q + sigma_q * rng.normal(size=q.shape),
+            tau + effort_share * rms * rng.normal(size=tau.shape), tau, rms)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_identification_through_the_signal_chain_with_noise(default_setup, seed):
+    """Issue 31's noisy case, in process: sigma_q = 1e-4 rad and effort noise of 1 % of each
+    joint's RMS torque, through signals.prepare (filtering, differentiation, the samples kept)
+    and the weighted fit: the base parameters within 3 % of the truth's (relative norm), the
+    held-out trajectory's torques within 3 % of each proximal joint's RMS and 5 % on the wrist
+    (RMS of the error), and the truth inside the 99.9 % ellipsoid of the covariance."""
+    require("scipy.signal")
+    stats = require("scipy.stats")
+    chain, base, trajectory, _, held_out = default_setup
+    truth = perturbed(chain, seed)
+    t, q_measured, effort, _, _ = recording(truth, trajectory, seed)
+    q, qd, qdd, tau = prepare(t, q_measured, effort)
+    W = base.columns(np.vstack([regressor(chain, *x) for x in zip(q, qd, qdd)]))
+    result = fit(W, tau.ravel(), chain.n)
+    true_beta = base.of(parameters(truth))
+    assert np.linalg.norm(result.beta - true_beta) / np.linalg.norm(true_beta) <= 0.03
+    d = result.beta - true_beta
+    assert d @ np.linalg.solve(result.covariance, d) <= stats.chi2.ppf(0.999, len(d))
+    t2 = np.arange(0.0, held_out.period, 1e-2)
+    states = list(zip(*held_out(t2)))
+    true = np.array([inverse_dynamics(truth, *x) + truth.damping * x[1]
+                     + truth.friction * np.sign(x[1]) for x in states])
+    predicted = np.array([base.columns(regressor(chain, *x)) @ result.beta for x in states])
+    rms = np.sqrt((true ** 2).mean(axis=0))
+    error = np.sqrt(((predicted - true) ** 2).mean(axis=0)) / rms
+    proximal = (chain.n + 1) // 2
+    assert np.all(error[:proximal] <= 0.03) and np.all(error[proximal:] <= 0.05)
+
+
+def test_a_bad_recording_is_refused_with_one_line_naming_it(default_setup):
+    """check_recording: None for a good recording; one line naming the fault and its value
+    for a non-finite sample, a short run, a joint that never moves, saturated efforts."""
+    chain, _, trajectory, _, _ = default_setup
+    t, q, effort, _, _ = recording(chain, trajectory, 0, periods=1)
+    qd = np.gradient(q, t, axis=0)
+    limits, names = chain.effort_limits, chain.joint_names
+    assert check_recording(t, q, qd, effort, limits, names) is None
+    bad = effort.copy()
+    bad[100, 2] = np.nan
+    message = check_recording(t, q, qd, bad, limits, names)
+    assert message == f"recording refused: a non-finite effort at sample 100 of {len(t)}"
+    message = check_recording(t[:1000], q[:1000], qd[:1000], effort[:1000], limits, names)
+    assert message.startswith("recording refused: too short, 0.999 s of 1000 samples")
+    still = q.copy()
+    still[:, 4] = 0.3
+    message = check_recording(t, still, qd, effort, limits, names)
+    assert message == "recording refused: joint5 never moves, its range is 0.00e+00 (at least 0.01)"
+    saturated = effort.copy()
+    saturated[:500, 1] = limits[1]
+    message = check_recording(t, q, qd, saturated, limits, names)
+    assert message.startswith("recording refused: joint2's effort is saturated in")
+    assert "(limit" in message
