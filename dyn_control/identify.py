@@ -1,0 +1,152 @@
+"""Identify an arm from recorded runs and write what a user keeps (issue 31): the identified
+URDF, a report (JSON, a markdown table, a PNG of measured against predicted torque on a
+validation run). Pure numpy over identification, signals and recording; no rclpy.
+
+    python -m dyn_control.identify --urdf ARM.urdf --from-bag EXCITATION_BAG
+        [--validation VALIDATION_BAG] [--out out] [--name arm]
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+from .identification import (BaseParameters, consistent_fit, fit, identified_urdf, parameters,
+                             regressor)
+from .signals import check_recording, prepare
+
+
+class RecordingError(ValueError):
+    """A recording identification refuses (one line: what and the value)."""
+
+
+def samples(chain, recording):
+    """(stacked regressor rows W, the efforts) of a recording (t, q, qd, effort), checked and
+    prepared (signals); RecordingError when it is refused."""
+    t, q, qd, effort = recording
+    problem = check_recording(t, q, qd, effort, chain.effort_limits, chain.joint_names)
+    if problem:
+        raise RecordingError(problem)
+    q, qd, qdd, tau = prepare(t, q, effort)
+    if len(q) < 10 * chain.n:
+        raise RecordingError(f"recording refused: {len(q)} samples left after filtering and "
+                             f"dropping the slow ones (at least {10 * chain.n})")
+    return np.vstack([regressor(chain, *x) for x in zip(q, qd, qdd)]), tau.ravel()
+
+
+def identify(chain, source, excitation, validation=None):
+    """-> (identified URDF text, report dict) from the excitation recording (t, q, qd,
+    effort), the chain loaded from `source`; the validation recording, if any, is predicted
+    by the identified and by the nominal model."""
+    W, tau = samples(chain, excitation)
+    base = BaseParameters(chain)
+    plain = fit(base.columns(W), tau, chain.n)
+    pi = consistent_fit(W, tau, chain.n, parameters(chain))
+    residual = float(np.linalg.norm(tau - W @ pi)
+                     / np.linalg.norm(tau - base.columns(W) @ plain.beta))
+    report = {
+        "joints": chain.joint_names, "samples": len(tau) // chain.n,
+        "base_parameters": len(base.independent),
+        "base": [{"combination": name, "value": float(b), "relative_std": float(s),
+                  "consistent": float(c)}
+                 for name, b, s, c in zip(base.regrouping, plain.beta, plain.relative_std,
+                                          base.of(pi))],
+        "residual_consistent_over_plain": residual,
+        "parameters": pi.tolist(), "nominal": parameters(chain).tolist()}
+    if validation is not None:
+        Wv, tau_v = samples(chain, validation)
+        measured = tau_v.reshape(-1, chain.n)
+        rms = np.sqrt((measured ** 2).mean(axis=0))
+        for key, params in (("identified", pi), ("nominal", parameters(chain))):
+            predicted = (Wv @ params).reshape(-1, chain.n)
+            report[f"validation_{key}_rms_error_share"] = (
+                np.sqrt(((predicted - measured) ** 2).mean(axis=0)) / rms).tolist()
+        report["validation_rms_nm"] = rms.tolist()
+        report["_validation"] = (measured, (Wv @ pi).reshape(-1, chain.n),
+                                 (Wv @ parameters(chain)).reshape(-1, chain.n))
+    return identified_urdf(source, chain, pi), report
+
+
+def write_outputs(out_dir, name, urdf_text, report):
+    """out_dir/identified_<name>.urdf, identify_<name>.json, .md and, with a validation run,
+    .png; returns their paths."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"urdf": out / f"identified_{name}.urdf", "json": out / f"identify_{name}.json",
+             "md": out / f"identify_{name}.md"}
+    paths["urdf"].write_text(urdf_text)
+    validation = report.pop("_validation", None)
+    paths["json"].write_text(json.dumps(report, indent=1))
+    paths["md"].write_text(markdown(report))
+    if validation is not None:
+        paths["png"] = out / f"identify_{name}.png"
+        plot(paths["png"], report["joints"], *validation)
+    return paths
+
+
+def markdown(report):
+    lines = [f"# Identification: {report['samples']} samples, {report['base_parameters']} base "
+             f"parameters", "",
+             f"Residual of the physically consistent fit over the plain one: "
+             f"{report['residual_consistent_over_plain']:.4f}", ""]
+    if "validation_rms_nm" in report:
+        lines += ["| joint | validation RMS torque (N·m) | error, identified | error, nominal |",
+                  "|---|---|---|---|"]
+        lines += [f"| {j} | {r:.3f} | {100 * a:.2f} % | {100 * b:.2f} % |" for j, r, a, b in zip(
+            report["joints"], report["validation_rms_nm"],
+            report["validation_identified_rms_error_share"],
+            report["validation_nominal_rms_error_share"])]
+        lines.append("")
+    lines += ["| base parameter | plain fit | relative std | consistent fit |", "|---|---|---|---|"]
+    lines += [f"| {b['combination']} | {b['value']:.6g} | {100 * b['relative_std']:.2f} % | "
+              f"{b['consistent']:.6g} |" for b in report["base"]]
+    return "\n".join(lines) + "\n"
+
+
+def plot(path, joints, measured, identified, nominal):
+    import matplotlib
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(joints), 1, figsize=(9, 1.6 * len(joints)), sharex=True)
+    for k, (ax, joint) in enumerate(zip(np.atleast_1d(axes), joints)):
+        ax.plot(measured[:, k], "k", lw=1, label="measured")
+        ax.plot(identified[:, k], "C0", lw=1, label="identified")
+        ax.plot(nominal[:, k], "C3", lw=0.8, alpha=0.7, label="nominal URDF")
+        ax.set_ylabel(f"{joint}\nN·m")
+    np.atleast_1d(axes)[0].legend(loc="upper right", fontsize=7)
+    np.atleast_1d(axes)[-1].set_xlabel("validation sample (100 Hz, slow samples dropped)")
+    fig.suptitle("dyn_control identify: measured against predicted torque")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    from .model import load_chain
+    from .recording import read_states
+    parser = argparse.ArgumentParser(description="identify an arm from recorded runs")
+    parser.add_argument("--urdf", required=True, help="the URDF the controller knows")
+    parser.add_argument("--from-bag", required=True, help="the excitation run's rosbag2 folder")
+    parser.add_argument("--validation", help="a second, different run's rosbag2 folder")
+    parser.add_argument("--out", default="out")
+    parser.add_argument("--name", default=None, help="default: the URDF's file name")
+    args = parser.parse_args(argv)
+    chain = load_chain(args.urdf)
+    name = args.name or pathlib.Path(args.urdf).stem
+    try:
+        excitation = read_states(args.from_bag, chain.joint_names)
+        validation = (None if args.validation is None
+                      else read_states(args.validation, chain.joint_names))
+        urdf_text, report = identify(chain, args.urdf, excitation, validation)
+    except ValueError as err:  # RecordingError, or a bag that cannot be read: one line
+        print(f"identify: {err}", file=sys.stderr)
+        return 2
+    paths = write_outputs(args.out, name, urdf_text, report)
+    print("identify: wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

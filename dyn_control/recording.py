@@ -1,0 +1,96 @@
+"""A run of /joint_states as a rosbag2 file (MCAP), with the `rosbags` package (pinned, the
+identification extra): written by a node from the raw messages it receives, as `ros2 bag
+record` stores them; read back with no ROS install, so that a fit can be rerun from the file
+alone. Any ROS tool opens the file (`ros2 bag info`, PlotJuggler, Foxglove)."""
+
+import pathlib
+
+import numpy as np
+
+TOPIC, MSGTYPE = "/joint_states", "sensor_msgs/msg/JointState"
+
+
+def _typestore():
+    from rosbags.typesys import Stores, get_typestore
+    return get_typestore(Stores.ROS2_KILTED)
+
+
+class BagWriter:
+    """A new rosbag2 folder at `path` with one connection, /joint_states; `write(ns, cdr)`
+    stores a serialized JointState at a time (ns), `close()` ends the file."""
+
+    def __init__(self, path, topic=TOPIC):
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        self.path = pathlib.Path(path)
+        self.writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
+        self.writer.open()
+        self.connection = self.writer.add_connection(topic, MSGTYPE, typestore=_typestore())
+
+    def write(self, ns, cdr):
+        self.writer.write(self.connection, int(ns), bytes(cdr))
+
+    def close(self):
+        self.writer.close()
+
+
+def write_states(path, t, names, q, qd, effort, topic=TOPIC):
+    """A bag of JointState messages stamped t (s) with q, qd, effort (m, n) for `names`; the
+    messages serialized by rosbags (no ROS install needed): for tests and converted logs."""
+    store = _typestore()
+    types = store.types
+    msg_type, header, stamp = (types[MSGTYPE], types["std_msgs/msg/Header"],
+                               types["builtin_interfaces/msg/Time"])
+    bag = BagWriter(path, topic)
+    try:
+        for k, tk in enumerate(t):
+            sec = int(np.floor(tk))
+            msg = msg_type(header=header(stamp=stamp(sec=sec, nanosec=int(round((tk - sec) * 1e9))),
+                                         frame_id=""),
+                           name=list(names), position=np.asarray(q[k], float),
+                           velocity=np.asarray(qd[k], float), effort=np.asarray(effort[k], float))
+            bag.write(int(round(tk * 1e9)), store.serialize_cdr(msg, MSGTYPE))
+    finally:
+        bag.close()
+
+
+def read_states(path, names, topic=TOPIC):
+    """(t (m,), q, qd, effort (m, n)) of the JointState messages on `topic` in the bag at
+    `path`, columns in `names`' order, t from the messages' stamps. ValueError, one line, when
+    the file is not a bag, has no such topic, or a message lacks one of the joints (or its
+    velocity or effort)."""
+    from rosbags.rosbag2 import Reader
+    store = _typestore()
+    try:
+        reader = Reader(pathlib.Path(path))
+        reader.open()
+    except Exception as err:  # rosbags raises its own types for a missing or bad file
+        raise ValueError(f"cannot read the recording {str(path)!r}: {err}") from None
+    try:
+        connections = [c for c in reader.connections if c.topic == topic]
+        if not connections:
+            raise ValueError(f"the recording {str(path)!r} has no {topic} (topics: "
+                             f"{', '.join(sorted({c.topic for c in reader.connections}))})")
+        rows, index = [], None
+        for connection, _, raw in reader.messages(connections=connections):
+            msg = store.deserialize_cdr(raw, connection.msgtype)
+            if index is None or list(msg.name) != order:
+                order = list(msg.name)
+                missing = [n for n in names if n not in order]
+                if missing:
+                    raise ValueError(f"the recording {str(path)!r} lacks joint {missing[0]!r} "
+                                     f"(it has {order})")
+                index = [order.index(n) for n in names]
+            if len(msg.velocity) != len(order) or len(msg.effort) != len(order):
+                raise ValueError(f"the recording {str(path)!r} has a JointState without one "
+                                 f"velocity and one effort per joint, at stamp "
+                                 f"{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}")
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            rows.append(np.concatenate([[stamp], msg.position[index], msg.velocity[index],
+                                        msg.effort[index]]))
+    finally:
+        reader.close()
+    if not rows:
+        raise ValueError(f"the recording {str(path)!r} has no message on {topic}")
+    data = np.array(rows)
+    n = len(names)
+    return data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:]
