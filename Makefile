@@ -8,6 +8,8 @@
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
 #   make equality REV=rev  every public function's output here, bit for bit against REV's
+#   make identify ARM=<the URDF the controller knows> TRUTH=<the URDF the simulator runs>
+#               identification on a simulated real arm (TRUTH defaults to ARM): out/identified_<arm>.urdf
 # demo and test build a stand-in control_msgs into the venv once, about 30 s (the
 # FollowJointTrajectory action; control_msgs is not on PyPI): test/standin_control_msgs.
 
@@ -15,11 +17,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 ARM ?= default_arm
+TRUTH ?=
 MODE ?=
 TIP ?=
 JOINTS ?=
 
-.PHONY: demo test test-fast soak sweep bench bench-loop equality venv venv-test clean
+.PHONY: demo test test-fast soak sweep bench bench-loop equality identify venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
@@ -30,8 +33,12 @@ $(VENV)/.runtime: requirements.txt setup.py
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.test: $(VENV)/.runtime requirements-test.txt
+$(VENV)/.test: $(VENV)/.runtime requirements-test.txt requirements-identify.txt
 	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+$(VENV)/.identify: $(VENV)/.runtime requirements-identify.txt
+	$(PY) -m pip install -q -r requirements-identify.txt
 	touch $@
 
 $(VENV)/.control_msgs: $(VENV)/.runtime requirements-build.txt harness/build_control_msgs.sh $(STANDIN)
@@ -66,6 +73,11 @@ bench: $(VENV)/.test
 # the 1 kHz loop: our controller against a relay that does no work (about 4 minutes)
 bench-loop: $(VENV)/.runtime
 	$(PY) bench/bench_loop.py
+
+# identification on a simulated real arm: the simulator runs TRUTH, the controller knows ARM
+identify: $(VENV)/.identify $(VENV)/.control_msgs
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-76} $(PY) -m harness.identify --arm $(ARM) --out out \
+	  $(if $(TRUTH),--truth $(TRUTH))
 
 # a restructuring keeps the numbers: every public output against REV's (default HEAD), np.array_equal
 REV ?= HEAD

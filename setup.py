@@ -30,8 +30,8 @@ setup(
         "dynamics_simulator = dyn_control.nodes.entry:dynamics_simulator",
         "trajectory_demo = dyn_control.nodes.entry:trajectory_demo",
         "cartesian_demo = dyn_control.nodes.entry:cartesian_demo",
-        # identification from recorded runs (python -m dyn_control.identify; needs the
-        # identification extra: scipy, clarabel, rosbags, as pinned in requirements-test.txt)
-        "identify = dyn_control.identify:main",
+        # identification: live, or from recorded runs with --from-bag (needs the
+        # identification extra: requirements-identify.txt)
+        "identify = dyn_control.nodes.entry:identify",
     ]},
 )

@@ -361,6 +361,22 @@ TRAJECTORY_DEMO = Table(
 )
 
 
+IDENTIFY = Table(
+    *MODEL,
+    Param("out_dir", "out", "folder of the identified URDF, the report and the recordings",
+          run_time=False),
+    Param("name", "", "the outputs' name: identified_<name>.urdf", run_time=False,
+          shown_default="urdf_file's file name, else arm"),
+    Param("period", 10.0, "s, the excitation's fundamental period", run_time=False, low=1.0),
+    Param("periods", 2, "whole periods recorded of each run", run_time=False, low=1.0),
+    Param("harmonics", 5, "harmonics of the Fourier series per joint", run_time=False, low=2.0),
+    Param("seed", 0, "seed of the excitation's optimization (the validation run uses seed + 1)",
+          run_time=False, low=0.0),
+    Param("points_per_second", 50.0, "waypoints per second of each run's goal", run_time=False,
+          low=1.0),
+)
+
+
 CARTESIAN_DEMO = Table(
     Param("radius", 0.05, "m, of the circle of targets (base y-z plane)", run_time=False,
           low=0.0),
@@ -399,7 +415,8 @@ def tables():
             ("computed_torque_controller: contact and collisions", CONTROLLER.markdown(CONTACT)),
             ("dynamics_simulator", SIMULATOR.markdown()),
             ("trajectory_demo", TRAJECTORY_DEMO.markdown()),
-            ("cartesian_demo", CARTESIAN_DEMO.markdown()))
+            ("cartesian_demo", CARTESIAN_DEMO.markdown()),
+            ("identify", IDENTIFY.markdown()))
 
 
 def parameters_page():

@@ -33,3 +33,12 @@ def trajectory_demo():
 
 def cartesian_demo():
     return _run("cartesian_demo", "cartesian_demo")
+
+
+def identify():
+    """`ros2 run dyn_control identify`: the live workflow (nodes.identify); with --from-bag,
+    the offline fit (dyn_control.identify), no ROS needed."""
+    if "--from-bag" in sys.argv:
+        from dyn_control.identify import main
+        return main(sys.argv[1:])
+    return _run("identify", "identify")

@@ -88,10 +88,12 @@ def run(node_class, args=None):
         gc.collect()
         gc.freeze()
         BUILDING.clear()
-        while not stop.is_set() and node.fatal is None:
+        # a node that ends by itself (identify) sets exit_code
+        while not stop.is_set() and node.fatal is None and getattr(node, "exit_code", None) is None:
             executor.spin_once(timeout_sec=0.1)
         if node.fatal is not None:
             raise node.fatal
+        code = getattr(node, "exit_code", None) or 0
     except (StartupError, ParameterException) as err:  # bad configuration: one line, exit 1
         print(f"[{node_class.NODE_NAME}] error: {err}", file=sys.stderr, flush=True)
         code = 1

@@ -1,0 +1,162 @@
+"""identify: runs the identification of issue 31 on a live arm and exits.
+
+Waits for the controller's FollowJointTrajectory action and one /joint_states (the runs start
+and end at rest there), plans an optimized Fourier excitation and a different validation run
+(dyn_control.excitation), and sends each as a goal. While a goal runs, every /joint_states
+message goes as it came (serialized, as `ros2 bag record` stores it) into a rosbag2 MCAP
+folder: out_dir/identify_<name>_excitation and _validation. Then it fits from those files
+alone (dyn_control.identify) and writes out_dir/identified_<name>.urdf and the report. The
+outcome is on /diagnostics (status "identify": message "waiting", "excitation",
+"validation", "done" or the refusal; values the output paths and the validation errors) and
+in the exit code: 0 done, 2 a refused recording or goal.
+"""
+
+import pathlib
+import shutil
+
+from rclpy.action import ActionClient
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from .. import identify
+from ..excitation import optimize
+from ..identification import BaseParameters
+from ..parameters import IDENTIFY
+from ..recording import BagWriter, read_states
+from . import messages, trajectory_action
+from .diagnostics import publish_diagnostics
+from .model_source import build_chain, model_text
+from .params import StartupError, declare_parameters
+from .process import run
+
+CONTROLLER = "/computed_torque_controller"
+RUNS = ("excitation", "validation")
+
+
+class Identifier(Node):
+    NODE_NAME = "identify"
+
+    def __init__(self, **kwargs):
+        super().__init__(self.NODE_NAME, **kwargs)
+        self.fatal = self.exit_code = None
+        declare_parameters(self, IDENTIFY)
+        self.source = model_text(self)
+        if self.source is None:
+            raise StartupError("identify needs robot_description or urdf_file")
+        if not trajectory_action.AVAILABLE:
+            raise StartupError("identify needs control_msgs: it sends each run as a "
+                               "FollowJointTrajectory goal, whose result says when it ended")
+        self.chain, _ = build_chain(self, self.source)
+        p = self.get_parameter
+        urdf_file = p("urdf_file").value
+        self.name = p("name").value or (pathlib.Path(urdf_file).stem if urdf_file else "arm")
+        self.out = pathlib.Path(p("out_dir").value)
+        self.reader = messages.JointStateReader(self.chain.joint_names)
+        self.action = ActionClient(self, trajectory_action.FollowJointTrajectory,
+                                   f"{CONTROLLER}/follow_joint_trajectory")
+        self.plans, self.bag, self.bags = None, None, {}
+        self.report = ("waiting", {})
+        self.state_sub = None
+        self._poll = self.create_timer(0.1, self.on_poll,
+                                       clock=Clock(clock_type=ClockType.STEADY_TIME))
+        publish_diagnostics(self, lambda: ("OK" if self.exit_code in (None, 0) else "WARN",
+                                           *self.report), period=0.2)
+
+    def on_poll(self):
+        if self.state_sub is not None or not self.action.server_is_ready():
+            return
+        self._poll.cancel()
+        self.state_sub = self.create_subscription(JointState, "/joint_states", self.on_state,
+                                                  qos_profile_sensor_data, raw=True)
+
+    def on_state(self, raw):
+        if self.bag is not None:
+            self.bag.write(self.get_clock().now().nanoseconds, raw)
+        if self.plans is not None:
+            return
+        try:
+            start = self.reader.read(deserialize_message(raw, JointState))[0]
+        except messages.BadMessage:
+            return
+        p = lambda name: self.get_parameter(name).value  # noqa: E731
+        base = BaseParameters(self.chain)
+        self.plans = [optimize(self.chain, base, start, p("period"), int(p("harmonics")),
+                               seed=int(p("seed")) + k)[0] for k in range(len(RUNS))]
+        self.next_run()
+
+    def next_run(self):
+        """Send the next run as a goal, recording; once both are recorded, fit."""
+        if self.bag is not None:
+            self.bag.close()
+            self.bag = None
+        k = len(self.bags)
+        if k == len(RUNS):
+            return self.finish()
+        path = self.out / f"identify_{self.name}_{RUNS[k]}"
+        if path.exists():  # a run of an earlier call: its recording is replaced
+            shutil.rmtree(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.bags[RUNS[k]] = path
+        self.bag = BagWriter(path)
+        trajectory, p = self.plans[k], self.get_parameter
+        msg = JointTrajectory(joint_names=self.chain.joint_names)
+        duration = p("periods").value * trajectory.period
+        times = [i / p("points_per_second").value
+                 for i in range(int(round(duration * p("points_per_second").value)) + 1)]
+        for t, q, qd, qdd in zip(times, *trajectory(times)):
+            msg.points.append(JointTrajectoryPoint(
+                positions=q.tolist(), velocities=qd.tolist(), accelerations=qdd.tolist(),
+                time_from_start=messages.to_duration(t)))
+        # at rest at both ends (whole periods): exactly, as JTC checks the last point's
+        # velocity against 0 (the series gives 1e-16)
+        for point in (msg.points[0], msg.points[-1]):
+            point.velocities = point.accelerations = [0.0] * self.chain.n
+        goal = trajectory_action.FollowJointTrajectory.Goal(trajectory=msg)
+        self.action.send_goal_async(goal).add_done_callback(self._on_response)
+        self.report = (RUNS[k], {"duration_s": duration, "points": len(times)})
+
+    def _on_response(self, future):
+        handle = future.result()
+        if not handle.accepted:
+            return self.end(2, f"the controller rejected the {RUNS[len(self.bags) - 1]} goal")
+        handle.get_result_async().add_done_callback(self._on_result)
+
+    def _on_result(self, future):
+        result = future.result().result
+        if result.error_code != 0:
+            code = trajectory_action.code_name(result.error_code)
+            return self.end(2, f"the {RUNS[len(self.bags) - 1]} goal ended {code}: "
+                               f"{result.error_string}")
+        self.next_run()
+
+    def finish(self):
+        try:
+            recordings = [read_states(self.bags[run], self.chain.joint_names) for run in RUNS]
+            urdf_text, report = identify.identify(self.chain, self.source, *recordings)
+        except ValueError as err:  # a refused recording: one line
+            return self.end(2, str(err))
+        paths = identify.write_outputs(self.out, self.name, urdf_text, report)
+        errors = report["validation_identified_rms_error_share"]
+        self.end(0, "done", {**{k: str(v) for k, v in paths.items()},
+                             "validation_worst_error_share": max(errors)})
+
+    def end(self, code, message, values=None):
+        if self.bag is not None:
+            self.bag.close()
+            self.bag = None
+        (self.get_logger().info if code == 0 else self.get_logger().error)(
+            f"identify: {message}")
+        self.report = (message, values or {})
+        self.exit_code = code
+
+    def shutdown(self):
+        if self.bag is not None:
+            self.bag.close()
+
+
+def main(args=None):
+    return run(Identifier, args)
