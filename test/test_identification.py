@@ -13,9 +13,11 @@ import pytest
 from conftest import DEFAULT_ARM, URDF_DIR, require, robots_dir
 from dyn_control import inverse_dynamics, load_chain
 from dyn_control.inertia import check_inertia
+from dyn_control.identify import identify as identify_run
+from dyn_control.identify import samples as recorded_samples
 from dyn_control.identify import main as identify_main
 from dyn_control.recording import write_states
-from dyn_control.signals import check_recording, prepare
+from dyn_control.signals import check_recording
 from dyn_control.excitation import optimize
 from dyn_control.identification import (INERTIAL, BaseParameters, consistent_fit, fit,
                                         identified_urdf, parameter_names, parameters,
@@ -301,9 +303,8 @@ def test_identification_through_the_signal_chain_with_noise(default_setup, seed)
     chain, base, trajectory, _, held_out = default_setup
     truth = perturbed(chain, seed)
     t, q_measured, effort, _, _ = recording(truth, trajectory, seed)
-    q, qd, qdd, tau = prepare(t, q_measured, effort)
-    W = base.columns(np.vstack([regressor(chain, *x) for x in zip(q, qd, qdd)]))
-    result = fit(W, tau.ravel(), chain.n)
+    W, tau = recorded_samples(chain, (t, q_measured, np.gradient(q_measured, t, axis=0), effort))
+    result = fit(base.columns(W), tau, chain.n)
     true_beta = base.of(parameters(truth))
     assert np.linalg.norm(result.beta - true_beta) / np.linalg.norm(true_beta) <= 0.03
     d = result.beta - true_beta
@@ -383,3 +384,66 @@ def test_identify_from_bags_writes_a_urdf_that_predicts_the_validation_run(defau
     err = capsys.readouterr().err
     assert code == 2 and not (tmp_path / "bad_out").exists()
     assert err == f"identify: recording refused: a non-finite effort at sample 300 of {len(t)}\n"
+
+
+def track(model, truth, trajectory, periods=1, start_seconds=0.5):
+    """The in-process loop, synchronous at 1 kHz: a ControllerCore knowing `model` (computed
+    torque, default gains, integral off, observer off: the model is wrong on purpose) drives a
+    Simulation of `truth` along `periods` of the trajectory, sent as one goal of 50 Hz
+    waypoints. -> (t, q, qd, the applied effort, each (m, n), from the goal's start; the
+    tracking error (m, n))."""
+    from dyn_control.controller_core import ControllerCore
+    from dyn_control.goals import Request
+    from dyn_control.parameters import CONTROLLER
+    from dyn_control.simulation import Simulation
+    from dyn_control.stages.settings import controller_settings
+    values = {"external_torque.enabled": False, "ki": 0.0}
+    core = ControllerCore(controller_settings(
+        model, lambda name: values[name] if name in values else CONTROLLER[name].default))
+    sim = Simulation(truth, trajectory.start)
+    duration = periods * trajectory.period
+    times = np.arange(0.0, duration + 1e-9, 0.02)
+    q, qd, qdd = trajectory(times)
+    qd[[0, -1]] = qdd[[0, -1]] = 0.0
+    rows, errors = [], []
+    steps = int(round((start_seconds + duration) / sim.dt))
+    for k in range(steps):
+        state = (sim.t, sim.q.copy(), sim.qd.copy())
+        if k == int(round(start_seconds / sim.dt)):
+            core.offer(Request(tuple(model.joint_names), 0.0, tuple(zip(times, q, qd, qdd))))
+        command = core.update(sim.t, state)
+        sim.step(command.tau)
+        if command.errors is not None and k >= start_seconds / sim.dt:
+            # as the simulator node publishes: a state with the effort applied over the step
+            # that ended there
+            rows.append(np.concatenate([[sim.t], sim.q, sim.qd, sim.tau]))
+            errors.append(command.errors[0])
+    data = np.array(rows)
+    n = model.n
+    return (data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:],
+            np.array(errors))
+
+
+def test_closed_loop_tracks_ten_times_better_with_the_identified_urdf(default_setup):
+    """Issue 31's closed loop, in process: the nominal controller drives the truth (seed 0)
+    through the excitation and the validation runs; identify() fits their recordings (applied
+    effort, measured q); then on the held-out trajectory, computed torque with integral off:
+    the RMS tracking error with the identified URDF (worst joint's RMS) is at least 10x below
+    the nominal URDF's. Issue 31 also asks for it to be within 1.5x of the controller given
+    the true URDF: not met yet (1.4e-3 rad against 9.7e-5, docs/identification.md), so the
+    truth's figure is only checked to be the best of the three."""
+    require("clarabel")
+    chain, _, trajectory, _, held_out = default_setup
+    truth = perturbed(chain, 0)
+    runs = []
+    for traj in (trajectory, held_out):
+        t, q, qd, effort, _ = track(chain, truth, traj, periods=2)
+        runs.append((t, q, qd, effort))
+    urdf_text, report = identify_run(chain, DEFAULT_ARM, *runs)
+    identified = load_chain(urdf_text)
+    rms = {}
+    for key, model in (("nominal", chain), ("identified", identified), ("truth", truth)):
+        error = track(model, truth, held_out)[-1]
+        rms[key] = np.sqrt((error ** 2).mean(axis=0)).max()
+    assert rms["nominal"] >= 10 * rms["identified"], rms
+    assert rms["truth"] < rms["identified"], rms
