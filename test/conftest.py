@@ -24,6 +24,15 @@ sys.path.insert(0, str(PACKAGE_DIR))  # harness/, the process harness the tests 
 URDF_DIR = PACKAGE_DIR / "urdf"
 CONFIG_DIR = PACKAGE_DIR / "config"
 DEFAULT_ARM = URDF_DIR / "default_arm.urdf"
+# arms of example-robot-data checked against Pinocchio: path under its robots, load_chain
+# keyword arguments (a prismatic torso among them)
+PIN_ARMS = {
+    "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", {}),
+    "xarm7": ("xarm_description/urdf/xarm7.urdf", {}),
+    "kinova": ("kinova_description/robots/kinova.urdf", {}),
+    "tiago_prismatic_torso": ("tiago_description/robots/tiago_no_hand.urdf", {}),
+}
 BENT_POSE = (0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0)  # rad, the default arm away from singularities
 DEFAULT_JOINTS = tuple(f"joint{i}" for i in range(1, 8))  # the default arm's
 

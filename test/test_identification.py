@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import DEFAULT_ARM, URDF_DIR, require, robots_dir
+from conftest import DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
 from dyn_control import inverse_dynamics, load_chain
 from dyn_control.inertia import check_inertia
 from dyn_control.identify import identify as identify_run
@@ -23,13 +23,7 @@ from dyn_control.identification import (INERTIAL, BaseParameters, consistent_fit
                                         identified_urdf, parameter_names, parameters,
                                         perturbed, pivoted_qr, regressor)
 
-ARMS = {  # path under example-robot-data's robots, load_chain keyword arguments
-    "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
-    "ur5": ("ur_description/urdf/ur5_robot.urdf", {}),
-    "xarm7": ("xarm_description/urdf/xarm7.urdf", {}),
-    "kinova": ("kinova_description/robots/kinova.urdf", {}),
-    "tiago_prismatic_torso": ("tiago_description/robots/tiago_no_hand.urdf", {}),
-}
+ARMS = PIN_ARMS
 
 
 def arm(name):

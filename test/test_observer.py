@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import BENT_POSE, DEFAULT_ARM, URDF_DIR, require, robots_dir
+from conftest import BENT_POSE, DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
 from dyn_control import gravity_torques, load_chain, mass_matrix
 from dyn_control.kinematics import frame_jacobian
 from dyn_control.control import ControlLaw
@@ -32,15 +32,6 @@ def arm():
 @pytest.fixture(scope="module")
 def tree():
     return load_chain(URDF_DIR / "dual_arm.urdf", tip_links=["left_tool", "right_tool"])
-
-
-PIN_ARMS = {  # path under example-robot-data's robots, load_chain keyword arguments
-    "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
-    "ur5": ("ur_description/urdf/ur5_robot.urdf", {}),
-    "xarm7": ("xarm_description/urdf/xarm7.urdf", {}),
-    "kinova": ("kinova_description/robots/kinova.urdf", {}),
-    "tiago_prismatic_torso": ("tiago_description/robots/tiago_no_hand.urdf", {}),
-}
 
 
 @pytest.mark.parametrize("name", [*PIN_ARMS, "dual_arm_tree"])

@@ -37,10 +37,10 @@ class Statistics:
             say("info", self.report())
 
     def observing(self):
-        self.start = time.perf_counter()
+        self.observe_start = time.perf_counter()
 
     def observed(self):
-        self.observe_s.append(time.perf_counter() - self.start)
+        self.observe_s.append(time.perf_counter() - self.observe_start)
 
     def compute_times(self, times=None):
         """(p50, p99, max) us of the compute time, from a state to its command, over the last
