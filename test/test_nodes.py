@@ -477,6 +477,22 @@ def go_stale(node, q):
     node.on_watchdog(node.core.watchdog.last_seen + node.core.watchdog.timeout + 0.05)
 
 
+def test_a_state_before_the_first_clock_is_not_read_as_a_stale_spell():
+    # use_sim_time with no /clock yet: the node's time reads 0 while the simulator, braked as
+    # the controller started, is already at 0.26 s. The state is seen at its stamp, and a
+    # watchdog tick without a clock does nothing (it once counted a stale event here).
+    node, effort, *_ = make_controller(use_sim_time=True)
+    try:
+        assert node.get_clock().now().nanoseconds == 0
+        node.on_joint_state(state_msg(0.26, NAMES, Q))
+        node.on_watchdog()
+        assert node.core.watchdog.last_seen == 0.26
+        assert node.core.watchdog.events == 0 and not node.core.watchdog.stale
+        assert len(effort.messages) == 1  # the state was answered
+    finally:
+        node.destroy_node()
+
+
 def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump():
     from dyn_control import gravity_torques
     node, effort, *_ = make_controller()

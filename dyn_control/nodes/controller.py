@@ -45,9 +45,12 @@ class ComputedTorqueController(Node):
         self.topics = CommandTopics(self)
         # The watchdog's clock: with use_sim_time, a simulator that waits for a busy machine
         # stops its clock, so a slow CPU is not a stale state. Otherwise the steady clock.
+        # Before the first /clock, simulated time reads 0, which is not the simulator's time: a
+        # simulator braked while the controller starts is already past state_timeout (0.26 s
+        # seen with the kernels compiling), and a first state seen "at 0" read as a stale spell.
         clock = self.get_clock()
         self._now = (time.monotonic if not self.get_parameter("use_sim_time").value
-                     else lambda: clock.now().nanoseconds * 1e-9)
+                     else lambda: clock.now().nanoseconds * 1e-9 or None)
         configure_from_model(self)
         # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
         self.create_subscription(JointState, "/joint_states", self.on_joint_state,
@@ -104,8 +107,11 @@ class ComputedTorqueController(Node):
                 self.chain, parameter_reader(self, changes), self.order))
 
     def on_watchdog(self, now=None):
-        """The watchdog's tick at `now` (default: the watchdog's clock now)."""
-        self._send(self.core.update(self._now() if now is None else now))
+        """The watchdog's tick at `now` (default: the watchdog's clock now, none before it
+        runs)."""
+        now = self._now() if now is None else now
+        if now is not None:
+            self._send(self.core.update(now))
 
     def on_joint_state(self, msg):
         if self.core is None:
@@ -120,7 +126,9 @@ class ComputedTorqueController(Node):
             stamp = self.get_clock().now().nanoseconds * 1e-9
         else:
             self.clock.check(stamp)
-        command = self.core.update(self._now(), (stamp, q, qd), self.reader.effort(msg),
+        now = self._now()
+        command = self.core.update(stamp if now is None else now, (stamp, q, qd),
+                                   self.reader.effort(msg),
                                    send=self._publish)  # out before the observe stage
         self._send(command, published=True)
 
