@@ -74,8 +74,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         # from the controller's own word (its /diagnostics): the recorder may miss the first
         # moving samples (92 ms of them seen), and the error along the trajectory changes
         # 100-fold within a second, so a start read off the recording would shift every window
-        _wait_for(lambda: "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE), nodes,
-                  timeout, "no trajectory started")
+        _wait_for(lambda: _started(recorder), nodes, timeout, "no trajectory started")
         start = node_status(recorder, CONTROLLER_NODE)["trajectory_start_s"]
         # synchronous, a loaded machine slows simulated time down (a real-time factor of 0.15
         # with two CPU hogs beside the test suite): the deadline only catches a stopped loop
@@ -152,6 +151,20 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
             "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
             "phases": phases, "exit_codes": codes, "logs": logs,
             "diagnostics": dict(recorder.diagnostics)}
+
+
+def _started(recorder):
+    """True once the controller says a trajectory started; RuntimeError with the goal's result
+    if the demo got one first (a refused goal would otherwise wait out the whole timeout)."""
+    if "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE):
+        return True
+    demo = node_status(recorder, "trajectory_demo")
+    if "result" in demo:
+        controller = node_status(recorder, CONTROLLER_NODE)
+        raise RuntimeError(f"the goal ended before any trajectory started: {demo['result']}: "
+                           f"{demo.get('result_string')}; the controller said "
+                           f"{controller.get('message')!r}")
+    return False
 
 
 def _paired(recorder):
