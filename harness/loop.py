@@ -74,7 +74,12 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         # from the controller's own word (its /diagnostics): the recorder may miss the first
         # moving samples (92 ms of them seen), and the error along the trajectory changes
         # 100-fold within a second, so a start read off the recording would shift every window
-        _wait_for(lambda: _started(recorder), nodes, timeout, "no trajectory started")
+        try:
+            _wait_for(lambda: _started(recorder), nodes, timeout, "no trajectory started")
+        except TimeoutError as err:  # what each node said last tells where it stopped
+            said = {name: node_status(recorder, name).get("message")
+                    for name in (CONTROLLER_NODE, "trajectory_demo", "dynamics_simulator")}
+            raise TimeoutError(f"{err}; the nodes said {said}") from None
         start = node_status(recorder, CONTROLLER_NODE)["trajectory_start_s"]
         # synchronous, a loaded machine slows simulated time down (a real-time factor of 0.15
         # with two CPU hogs beside the test suite): the deadline only catches a stopped loop
