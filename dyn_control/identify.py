@@ -22,25 +22,26 @@ class RecordingError(ValueError):
     """A recording identification refuses (one line: what and the value)."""
 
 
-def samples(chain, recording):
+def samples(chain, recording, effort_delay=0.0):
     """(stacked regressor rows W, the efforts) of a recording (t, q, qd, effort), checked and
-    prepared (signals); RecordingError when it is refused."""
+    prepared (signals; effort_delay, s: how long before its stamp the effort acted);
+    RecordingError when it is refused."""
     t, q, qd, effort = recording
     problem = check_recording(t, q, qd, effort, chain.effort_limits, chain.joint_names)
     if problem:
         raise RecordingError(problem)
-    q, qd, qdd, tau = prepare(t, q, effort)
+    q, qd, qdd, tau = prepare(t, q, effort, effort_delay=effort_delay)
     if len(q) < 10 * chain.n:
         raise RecordingError(f"recording refused: {len(q)} samples left after filtering and "
                              f"dropping the slow ones (at least {10 * chain.n})")
     return np.vstack([regressor(chain, *x) for x in zip(q, qd, qdd)]), tau.ravel()
 
 
-def identify(chain, source, excitation, validation=None):
+def identify(chain, source, excitation, validation=None, effort_delay=0.0):
     """-> (identified URDF text, report dict) from the excitation recording (t, q, qd,
     effort), the chain loaded from `source`; the validation recording, if any, is predicted
-    by the identified and by the nominal model."""
-    W, tau = samples(chain, excitation)
+    by the identified and by the nominal model. effort_delay: signals.prepare's."""
+    W, tau = samples(chain, excitation, effort_delay)
     base = BaseParameters(chain)
     plain = fit(base.columns(W), tau, chain.n)
     pi = consistent_fit(W, tau, chain.n, parameters(chain))
@@ -48,6 +49,7 @@ def identify(chain, source, excitation, validation=None):
                      / np.linalg.norm(tau - base.columns(W) @ plain.beta))
     report = {
         "joints": chain.joint_names, "samples": len(tau) // chain.n,
+        "effort_delay_s": effort_delay,
         "base_parameters": len(base.independent),
         "base": [{"combination": name, "value": float(b), "relative_std": float(s),
                   "consistent": float(c)}
@@ -56,7 +58,7 @@ def identify(chain, source, excitation, validation=None):
         "residual_consistent_over_plain": residual,
         "parameters": pi.tolist(), "nominal": parameters(chain).tolist()}
     if validation is not None:
-        Wv, tau_v = samples(chain, validation)
+        Wv, tau_v = samples(chain, validation, effort_delay)
         measured = tau_v.reshape(-1, chain.n)
         rms = np.sqrt((measured ** 2).mean(axis=0))
         for key, params in (("identified", pi), ("nominal", parameters(chain))):
@@ -132,6 +134,9 @@ def main(argv=None):
     parser.add_argument("--validation", help="a second, different run's rosbag2 folder")
     parser.add_argument("--out", default="out")
     parser.add_argument("--name", default=None, help="default: the URDF's file name")
+    parser.add_argument("--effort-delay", type=float, default=0.0,
+                        help="s before its stamp that a state's effort acted: 0 for a drive's "
+                             "measured torque, half the step (0.0005) for dynamics_simulator")
     args = parser.parse_args(argv)
     chain = load_chain(args.urdf)
     name = args.name or pathlib.Path(args.urdf).stem
@@ -139,7 +144,8 @@ def main(argv=None):
         excitation = read_states(args.from_bag, chain.joint_names)
         validation = (None if args.validation is None
                       else read_states(args.validation, chain.joint_names))
-        urdf_text, report = identify(chain, args.urdf, excitation, validation)
+        urdf_text, report = identify(chain, args.urdf, excitation, validation,
+                                     args.effort_delay)
     except ValueError as err:  # RecordingError, or a bag that cannot be read: one line
         print(f"identify: {err}", file=sys.stderr)
         return 2

@@ -374,6 +374,10 @@ IDENTIFY = Table(
           run_time=False, low=0.0),
     Param("points_per_second", 50.0, "waypoints per second of each run's goal", run_time=False,
           low=1.0),
+    Param("effort_delay", 0.0, "s before its stamp that a joint state's effort acted, on "
+          "average: 0 for a drive's measured torque; half the step (0.0005) for "
+          "dynamics_simulator, which publishes the torque held over the step before the state",
+          run_time=False, low=0.0, high=0.1),
 )
 
 

@@ -12,10 +12,18 @@ The scheme follows the sampling (fs = 1 / the median step):
   white, which least squares averages without bias, and a low cutoff smears Coulomb friction's
   step at every reversal into a bias (at 5 Hz, 7.7 % on the default arm's base parameters,
   without noise; at 40 Hz, 0.2 %). That filter is the anti-aliasing of the next step;
-- the first and last 2 / cutoff s go (the filters' edges), then the samples are thinned to
-  `keep_rate` Hz (successive rows at 1 kHz carry the same information, and W grows with
-  them), and samples where a joint moves slower than `stick` rad/s go: Coulomb friction's
-  sign is unknown there.
+- the effort is read `effort_delay` s after each stamp (linear interpolation): the time by
+  which, on average, it precedes its stamp. A drive's measured torque belongs to its stamp
+  (0); dynamics_simulator publishes the torque held over the step before the state, centred
+  half a step earlier (0.0005 s at its 1 ms step). Left at 0 there, the fit pairs each torque
+  with the motion half a step later: with the default arm's truth and no friction, 0.4 % off
+  on the base parameters and 12x the truth's tracking error, against 0.01 % and 1.06x;
+- a gap in the stamps (over 1.5 steps: states the recorder missed) splits the recording, and
+  each stretch is filtered and differentiated alone;
+- the first and last 2 / cutoff s of each stretch go (the filters' edges), then the samples are
+  thinned to `keep_rate` Hz (successive rows at 1 kHz carry the same information, and W grows
+  with them), and samples where a joint moves slower than `stick` rad/s go: Coulomb
+  friction's sign is unknown there.
 """
 
 import numpy as np
@@ -49,11 +57,13 @@ def check_recording(t, q, qd, effort, effort_limits, names, min_seconds=2.0, min
     return None
 
 
-def prepare(t, q, effort, cutoff=10.0, order=2, keep_rate=100.0, stick=0.02):
+def prepare(t, q, effort, cutoff=10.0, order=2, keep_rate=100.0, stick=0.02, effort_delay=0.0):
     """(q, qd, qdd, effort) of the samples to fit, each (k, n), from a recording's times (m,)
     and its positions and efforts (m, n) (module docstring)."""
     from scipy.signal import butter, filtfilt
     t, q, effort = (np.asarray(x, dtype=float) for x in (t, q, effort))
+    if effort_delay:
+        effort = np.column_stack([np.interp(t + effort_delay, t, e) for e in effort.T])
     dt = float(np.median(np.diff(t)))
     fs = 1.0 / dt
     step = max(1, int(round(fs / keep_rate)))
@@ -61,12 +71,24 @@ def prepare(t, q, effort, cutoff=10.0, order=2, keep_rate=100.0, stick=0.02):
     for name, value in (("cutoff", cutoff), ("the effort's cutoff", effort_cutoff)):
         if not 0 < value < fs / 2:
             raise ValueError(f"{name} {value:g} Hz is not below the Nyquist rate {fs / 2:g} Hz")
-    qf = filtfilt(*butter(order, cutoff / (fs / 2)), q, axis=0)
-    ef = filtfilt(*butter(order, effort_cutoff / (fs / 2)), effort, axis=0) if step > 1 \
-        else effort
-    qd = np.gradient(qf, dt, axis=0)
-    qdd = np.gradient(qd, dt, axis=0)
+    q_filter, effort_filter = (butter(order, cutoff / (fs / 2)),
+                               butter(order, effort_cutoff / (fs / 2)) if step > 1 else None)
     edge = int(np.ceil(2.0 / cutoff * fs))
-    rows = np.arange(edge, len(t) - edge, step)
-    rows = rows[np.all(np.abs(qd[rows]) >= stick, axis=1)]
-    return qf[rows], qd[rows], qdd[rows], ef[rows]
+    # a gap (a state the recorder missed) breaks the uniform sampling the filters and the
+    # differences assume: each stretch between gaps is taken alone, its edges dropped
+    breaks = np.flatnonzero(np.diff(t) > 1.5 * dt) + 1
+    kept = []
+    for lo, hi in zip([0, *breaks], [*breaks, len(t)]):
+        if hi - lo <= 2 * edge:
+            continue
+        qf = filtfilt(*q_filter, q[lo:hi], axis=0)
+        ef = effort[lo:hi] if effort_filter is None else filtfilt(*effort_filter, effort[lo:hi],
+                                                                  axis=0)
+        qd = np.gradient(qf, dt, axis=0)
+        qdd = np.gradient(qd, dt, axis=0)
+        rows = np.arange(edge, hi - lo - edge, step)
+        rows = rows[np.all(np.abs(qd[rows]) >= stick, axis=1)]
+        kept.append((qf[rows], qd[rows], qdd[rows], ef[rows]))
+    if not kept:
+        return tuple(np.empty((0, q.shape[1])) for _ in range(4))
+    return tuple(np.concatenate(x) for x in zip(*kept))

@@ -12,6 +12,8 @@ import sys
 import tempfile
 import time
 
+from dyn_control.parameters import SIMULATOR
+
 from . import processes
 
 
@@ -39,9 +41,12 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
             "dynamics_simulator", [processes.config("simulator"), *arm_configs],
             {"urdf_file": str(truth_urdf), **(simulator_params or {})}, log_dir=log_dir,
             env=env))
+        # the simulator's effort is the torque held over the step before each state
+        step = (simulator_params or {}).get("dt", SIMULATOR["dt"].default)
         identify = processes.NodeProcess(
             "identify", arm_configs, {**common, "out_dir": str(out), "name": name,
-                                      **(identify_params or {})}, log_dir=log_dir, env=env)
+                                      "effort_delay": step / 2, **(identify_params or {})},
+            log_dir=log_dir, env=env)
         nodes.append(identify)
         deadline = time.monotonic() + timeout
         while identify.running() and time.monotonic() < deadline:

@@ -314,6 +314,26 @@ def test_identification_through_the_signal_chain_with_noise(default_setup, seed)
     assert np.all(error[:proximal] <= 0.03) and np.all(error[proximal:] <= 0.05)
 
 
+def test_states_the_recorder_missed_split_the_recording_and_bias_nothing(default_setup):
+    """A recording with 40 gaps of 5 to 60 ms (states a starved recorder lost; 62 ms seen over
+    DDS under load): signals.prepare takes each stretch alone, and the base parameters from
+    the exact torques stay within issue 31's noise-free 0.5 % of the truth's (relative norm)."""
+    require("scipy.signal")
+    chain, base, trajectory, _, _ = default_setup
+    truth = perturbed(chain, 0)
+    t, q, effort, _, _ = recording(truth, trajectory, 0, sigma_q=0.0, effort_share=0.0)
+    rng = np.random.default_rng(3)
+    keep = np.ones(len(t), dtype=bool)
+    for start in rng.choice(len(t) - 100, 40, replace=False):
+        keep[start:start + rng.integers(5, 60)] = False
+    t, q, effort = t[keep], q[keep], effort[keep]
+    assert (np.diff(t) > 4e-3).sum() >= 30  # the gaps are there
+    W, tau = recorded_samples(chain, (t, q, np.gradient(q, t, axis=0), effort))
+    result = fit(base.columns(W), tau, chain.n)
+    true_beta = base.of(parameters(truth))
+    assert np.linalg.norm(result.beta - true_beta) / np.linalg.norm(true_beta) <= 0.005
+
+
 def test_a_bad_recording_is_refused_with_one_line_naming_it(default_setup):
     """check_recording: None for a good recording; one line naming the fault and its value
     for a non-finite sample, a short run, a joint that never moves, saturated efforts."""
@@ -418,26 +438,86 @@ def track(model, truth, trajectory, periods=1, start_seconds=0.5):
             np.array(errors))
 
 
-def test_closed_loop_tracks_ten_times_better_with_the_identified_urdf(default_setup):
-    """Issue 31's closed loop, in process: the nominal controller drives the truth (seed 0)
-    through the excitation and the validation runs; identify() fits their recordings (applied
-    effort, measured q); then on the held-out trajectory, computed torque with integral off:
-    the RMS tracking error with the identified URDF (worst joint's RMS) is at least 10x below
-    the nominal URDF's. Issue 31 also asks for it to be within 1.5x of the controller given
-    the true URDF: not met yet (1.4e-3 rad against 9.7e-5, docs/identification.md), so the
-    truth's figure is only checked to be the best of the three."""
-    require("clarabel")
-    chain, _, trajectory, _, held_out = default_setup
-    truth = perturbed(chain, 0)
+# dynamics_simulator's effort is the torque held over the step before each state
+SIM_EFFORT_DELAY = 0.0005
+
+
+def closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=None):
+    """Issue 31's closed loop, in process: the nominal controller drives the truth through the
+    excitation and the validation runs; identify() fits their recordings (applied effort,
+    measured q; with noise_seed, issue 31's noise added to both: sigma_q = 1e-4 rad, effort 1 %
+    of each joint's RMS); then on the held-out trajectory, computed torque with integral off
+    given the nominal, the identified and the true URDF. -> the RMS tracking error of each
+    (worst joint's RMS, rad)."""
     runs = []
     for traj in (trajectory, held_out):
         t, q, qd, effort, _ = track(chain, truth, traj, periods=2)
+        if noise_seed is not None:
+            rng = np.random.default_rng(noise_seed)
+            rms = np.sqrt((effort ** 2).mean(axis=0))
+            q = q + 1e-4 * rng.normal(size=q.shape)
+            effort = effort + 0.01 * rms * rng.normal(size=effort.shape)
         runs.append((t, q, qd, effort))
-    urdf_text, report = identify_run(chain, DEFAULT_ARM, *runs)
-    identified = load_chain(urdf_text)
-    rms = {}
-    for key, model in (("nominal", chain), ("identified", identified), ("truth", truth)):
+    urdf_text, _ = identify_run(chain, DEFAULT_ARM, *runs, effort_delay=SIM_EFFORT_DELAY)
+    figures = {}
+    for key, model in (("nominal", chain), ("identified", load_chain(urdf_text)),
+                       ("truth", truth)):
         error = track(model, truth, held_out)[-1]
-        rms[key] = np.sqrt((error ** 2).mean(axis=0)).max()
+        figures[key] = np.sqrt((error ** 2).mean(axis=0)).max()
+    return figures
+
+
+def without_friction(truth):
+    """The truth with no damping and no Coulomb friction on any joint (its inertials kept)."""
+    from dataclasses import replace
+    return replace(truth, joints=[replace(j, damping=0.0, friction=0.0) for j in truth.joints])
+
+
+def test_closed_loop_tracks_ten_times_better_with_the_identified_urdf(default_setup):
+    """Issue 31's truth (seed 0, with its friction): the identified URDF tracks at least 10x
+    better than the nominal one (115x seen). Issue 31 also asks for it to be within 1.5x of the
+    controller given the true URDF: not met against this simulator (8.4x), whose passive step
+    is first order (docs/identification.md), so here the truth is only checked to be the best."""
+    require("clarabel")
+    chain, _, trajectory, _, held_out = default_setup
+    rms = closed_loop_figures(chain, perturbed(chain, 0), trajectory, held_out)
     assert rms["nominal"] >= 10 * rms["identified"], rms
     assert rms["truth"] < rms["identified"], rms
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_closed_loop_within_1_5x_of_the_true_urdf_on_a_truth_without_friction(default_setup,
+                                                                             seed):
+    """Issue 31's truth with its inertials and tool but no damping or friction, where the
+    simulator's step is RK4 alone: the identified URDF tracks within 1.5x of the true one
+    (1.02 to 1.06x seen) and at least 10x better than the nominal one. With issue 31's noise
+    on the recordings, at least 5x better than the nominal one (454x to 943x seen; issue 31's
+    2x of the truth: 1.54x to 2.07x seen, not asserted)."""
+    require("clarabel")
+    chain, _, trajectory, _, held_out = default_setup
+    truth = without_friction(perturbed(chain, seed))
+    rms = closed_loop_figures(chain, truth, trajectory, held_out)
+    assert rms["identified"] <= 1.5 * rms["truth"], rms
+    assert rms["nominal"] >= 10 * rms["identified"], rms
+    if seed == 0:
+        noisy = closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=seed)
+        assert noisy["nominal"] >= 5 * noisy["identified"], noisy
+
+
+def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_setup):
+    """signals.prepare with effort_delay: the simulator's effort, held over the step before
+    each state, read half a step later is the torque at the state's time. On the in-process
+    loop, the truth's own regressor predicts the delayed effort at least 10x closer than the
+    raw one (240x seen; the raw pairing is off by the torque's change over half a step)."""
+    require("scipy.signal")
+    from dyn_control.signals import prepare
+    chain, _, trajectory, _, _ = default_setup
+    truth = without_friction(perturbed(chain, 0))
+    t, q, _, effort, _ = track(chain, truth, trajectory)
+    pi = parameters(truth)
+    errors = []
+    for delay in (0.0, SIM_EFFORT_DELAY):
+        qf, qdf, qddf, ef = prepare(t, q, effort, effort_delay=delay)
+        predicted = np.array([regressor(chain, *x) @ pi for x in zip(qf, qdf, qddf)])
+        errors.append(np.sqrt(((predicted - ef) ** 2).mean()))
+    assert errors[1] * 10 <= errors[0], errors
