@@ -227,6 +227,45 @@ def per_call(quick):
     return out
 
 
+def identification(quick):
+    """Issue 31's benchmark: the joint torque regressor per sample on the Panda against
+    pin.computeJointTorqueRegressor (the same 70 columns, checked equal first), and the whole
+    fit of a 60 s recording at 1 kHz of the default arm (7 joints: the signal chain, the
+    stacked regressor, the weighted least squares and the consistent SDP) in seconds."""
+    from dyn_control.excitation import optimize
+    from dyn_control.identification import BaseParameters, perturbed, regressor
+    from dyn_control.identify import identify
+
+    path = ROBOTS / "panda_description/urdf/panda.urdf"
+    chain = load_chain(path, tip_link="panda_hand")
+    ref = PinReference(path, chain)
+    model, data = ref.reduced, ref.reduced_data
+    q, qd, qdd = np.random.default_rng(5).uniform(-1, 1, (3, chain.n))
+    qp, vp, ap = ref.q_of(model, q), ref.v_of(model, qd), ref.v_of(model, qdd)
+    theirs = lambda: pin.computeJointTorqueRegressor(model, data, qp, vp, ap)  # noqa: E731
+    ours = lambda: regressor(chain, q, qd, qdd, friction=False)  # noqa: E731
+    np.testing.assert_allclose(ours(), theirs(), atol=1e-9)
+    budget = 0.01 if quick else 0.05
+    ours_us, theirs_us = per_call_us(ours, budget=budget), per_call_us(theirs, budget=budget)
+
+    arm = PACKAGE / "urdf" / "default_arm.urdf"
+    nominal = load_chain(arm)
+    truth = perturbed(nominal, 0)
+    start = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
+    trajectory, _ = optimize(nominal, BaseParameters(nominal), start, seed=0, candidates=4,
+                             rounds=0)
+    t = np.arange(0.0, 60.0, 1e-3)
+    q, qd, qdd = trajectory(t)
+    tau = (inverse_dynamics(truth, q, qd, qdd) + truth.damping * qd
+           + truth.friction * np.sign(qd))
+    began = time.perf_counter()
+    identify(nominal, str(arm), (t, q, qd, tau))
+    fit_s = time.perf_counter() - began
+    return {"regressor_ours_us": ours_us, "regressor_pinocchio_us": theirs_us,
+            "regressor_ratio": ours_us / theirs_us, "fit_60s_at_1khz_s": fit_s,
+            "samples": len(t)}
+
+
 def observer_tick(quick):
     """us per tick of the momentum observer on the Panda (7 joints): its update (p, C^T qd, g in
     one compiled pass, then the filter), and the wrench at the hand (the hand's Jacobian and a
@@ -397,6 +436,12 @@ def main():
           f" the controller's observe stage (both in one call, and the levels) "
           f"{obs['stage_us']:.2f} us")
 
+    ident = identification(args.quick)
+    print(f"identification: the joint torque regressor on the panda {ident['regressor_ours_us']:.2f}"
+          f" us per sample against {ident['regressor_pinocchio_us']:.2f} us for "
+          f"pin.computeJointTorqueRegressor ({ident['regressor_ratio']:.2f}x); the whole fit of a "
+          f"60 s recording at 1 kHz of the default arm {ident['fit_60s_at_1khz_s']:.2f} s")
+
     steps = simulator_step(args.quick)
     print("simulator step (RK4, 1 ms) against MuJoCo's RK4 mj_step, contacts off: " + "; ".join(
         f"{k} {v['ours_us']:.1f} us against {v['mujoco_us']:.1f} us ({v['ratio']:.2f}x, paired "
@@ -430,6 +475,8 @@ def main():
                     batch["speedup"], batch["speedup"] >= 5))
     targets.append(("trajectory check, 10 s of a 7-joint arm: < 5 ms", check["ms"],
                     check["ms"] < 5))
+    targets.append(("identification, the whole fit of 60 s at 1 kHz of a 7-joint arm: < 10 s",
+                    ident["fit_60s_at_1khz_s"], ident["fit_60s_at_1khz_s"] < 10))
     if fits:
         k_id, k_m = fits["inverse_dynamics"]["k"], fits["mass_matrix"]["k"]
         targets += [("inverse_dynamics grows linearly (k ~ 1)", k_id, 0.7 <= k_id <= 1.3),
@@ -441,7 +488,7 @@ def main():
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "fits": fits, "startup": startup, "batched": batch,
-                               "observer": obs,
+                               "observer": obs, "identification": ident,
                                "trajectory_check": check, "frame_kinematics": frames,
                                "per_call": calls, "simulator_step": steps,
                                "targets": [{"target": t, "value": v, "met": bool(ok)}
