@@ -35,6 +35,10 @@ from .layout import Data
 # rad/s or m/s: Coulomb friction reaches its full value from here on (a sign of qd below would
 # flip on sensor noise)
 FRICTION_VELOCITY = 1e-3
+# A state more than this many typical steps after the last one starts the integral again: the
+# torque applied over a gap is unknown (the state's measured effort is the last step's only),
+# and a lost stretch of states under load read as a 48 N push
+GAP_STEPS = 4.0
 # The wrench at a frame is not estimated along a direction whose singular value of the frame's
 # Jacobian is below this (m, or rad: 1 mm of motion per rad of joint): the joints cannot feel a
 # force there, and 1/sigma would turn model noise into newtons
@@ -65,8 +69,9 @@ class MomentumObserver:
     gain: K_O (1/s). damping (N m s/rad) and friction (N m) per joint: the passive torques to
     take as known (default: the chain's, from the URDF; zeros to take them as external).
     `update(t, q, qd, tau)` takes a state at time t (s, the state's stamp) and the torque
-    applied since the previous state; the first state, and one that does not come after the
-    previous one, starts the integral there (r is kept: it decays from what it was).
+    applied since the previous state; the first state, one that does not come after the
+    previous one, and one more than GAP_STEPS typical steps after it (states were lost) start
+    the integral there (r is kept: it decays from what it was).
     """
 
     def __init__(self, chain, gain, damping=None, friction=None, r=None):
@@ -77,6 +82,8 @@ class MomentumObserver:
         self.memory = np.zeros((2, chain.n))  # p and the known part of p-dot, last state
         self.r = np.zeros(chain.n) if r is None else np.array(r, dtype=float)
         self.time = None
+        self.period = None  # the typical step between states (s): a moving average
+        self.gap_steps = GAP_STEPS
 
     def restart(self):
         """Start the integral again at the next state (a gap, a new model); r is kept."""
@@ -88,6 +95,12 @@ class MomentumObserver:
         started = self.time is not None
         dt = t - self.time if started else 0.0
         self.time = t
+        if dt > 0:
+            gap = self.period is not None and dt > self.gap_steps * self.period
+            # the average follows a rate that really changed, gaps included
+            self.period = dt if self.period is None else 0.9 * self.period + 0.1 * dt
+            if gap:
+                return 0.0, 1.0, False
         return dt, math.exp(-self.gain * dt) if dt > 0 else 1.0, started
 
     def update(self, t, q, qd, tau):
