@@ -102,7 +102,7 @@ def report(core):
             "contact": contact.contact or "none", "collision": contact.collision or "none",
             "collisions": contact.collisions,
             "external_wrench_singular_at": ", ".join(contact.singular) or "none"})
-        if contact.forces is not None:
+        if contact.check_forces:  # computed at every state only with a force level on
             values["external_force_n"] = round(float(
                 np.linalg.norm(contact.forces[:, :3], axis=1).max()), 6)
     return ("WARN" if watchdog.stale or refused or contact.collision else "OK", mode, values)
