@@ -9,7 +9,8 @@
 #   make bench-loop  the real-time loop against an rclpy relay
 #   make equality REV=rev  every public function's output here, bit for bit against REV's
 #   make identify ARM=<the URDF the controller knows> TRUTH=<the URDF the simulator runs>
-#               identification on a simulated real arm (TRUTH defaults to ARM): out/identified_<arm>.urdf
+#               identification on a simulated real arm (TRUTH defaults to ARM): out/identified_<arm>.urdf;
+#               NOISE=position,velocity,effort adds the simulator's measurement noise (standard deviations)
 # demo and test build a stand-in control_msgs into the venv once, about 30 s (the
 # FollowJointTrajectory action; control_msgs is not on PyPI): test/standin_control_msgs.
 
@@ -18,6 +19,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ARM ?= default_arm
 TRUTH ?=
+NOISE ?=
 MODE ?=
 TIP ?=
 JOINTS ?=
@@ -77,7 +79,7 @@ bench-loop: $(VENV)/.runtime
 # identification on a simulated real arm: the simulator runs TRUTH, the controller knows ARM
 identify: $(VENV)/.identify $(VENV)/.control_msgs
 	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-76} $(PY) -m harness.identify --arm $(ARM) --out out \
-	  $(if $(TRUTH),--truth $(TRUTH))
+	  $(if $(TRUTH),--truth $(TRUTH)) $(if $(NOISE),--noise $(NOISE))
 
 # a restructuring keeps the numbers: every public output against REV's (default HEAD), np.array_equal
 REV ?= HEAD

@@ -70,8 +70,21 @@ def main(argv=None):
     parser.add_argument("--arm", default="default_arm")
     parser.add_argument("--truth", default=None)
     parser.add_argument("--out", default="out")
+    parser.add_argument("--noise", default="", metavar="POSITION,VELOCITY,EFFORT",
+                        help="standard deviations of the simulator's measurement noise (rad, "
+                             "rad/s, N m), as a real arm's sensors add it; default none")
     args = parser.parse_args(argv)
-    code, report, log_dir = run(args.arm, args.truth, args.out)
+    simulator_params = {}
+    if args.noise:
+        try:
+            sigmas = [float(x) for x in args.noise.split(",")]
+        except ValueError:
+            sigmas = []
+        if len(sigmas) != 3 or min(sigmas) < 0:
+            parser.error(f"--noise takes three standard deviations >= 0, got {args.noise!r}")
+        simulator_params = {f"noise.{k}": v for k, v in zip(("position", "velocity", "effort"),
+                                                            sigmas)}
+    code, report, log_dir = run(args.arm, args.truth, args.out, simulator_params=simulator_params)
     if report is None:
         print(f"identify failed (exit code {code}); logs in {log_dir}")
         return code or 1
