@@ -178,3 +178,27 @@ def test_states_out_of_order_or_far_apart_leave_the_estimate_finite(chain):
     for t in (0.05, 1e6, -5.0, 1e6 + 0.001):
         core.update(t, (t, q, zero))
         assert np.all(np.isfinite(core.contact.observer.r))
+
+
+def test_an_arm_braked_past_the_first_command_is_not_read_as_contact(chain):
+    """A simulator braked past the controller's first command (it stepped on no command while
+    the controller was slow to answer): states at rest with a measured effort of zero, the
+    brakes holding gravity. The observer waits for the effort to show the command, so nothing
+    is read (r = 0, no contact, no collision; without the wait it reads g(q), 34 N at Tiago's
+    hand under load); then, the brakes released, the arm answers as in any loop and stays
+    below the contact level."""
+    loop = Loop(chain)
+    core, zero = loop.core, np.zeros(7)
+    for k in range(300):  # 0.3 s braked: 15 time constants of the observer's filter
+        t = k * DT
+        core.update(t, (t, Q, zero), zero)
+    assert not np.any(core.contact.observer.r) and not core.contact.contact
+    assert not core.contact.collision
+    sim, effort = loop.sim, zero  # the step before the release applied nothing
+    for _ in range(1000):  # released: each state's effort is the command over the step
+        t = 0.3 + sim.t
+        command = core.update(t, (t, sim.q.copy(), sim.qd.copy()), effort)
+        sim.step(command.tau)
+        effort = sim.tau.copy()
+    assert not core.contact.collision and not core.contact.contact
+    assert np.abs(core.contact.observer.r).max() < 1.0  # the contact level is 5 N m

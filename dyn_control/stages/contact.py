@@ -82,13 +82,17 @@ class ContactMonitor:
         """Take a state (t, q, qd), the last command sent and the state's measured effort (None:
         none). The torque applied since the last state is the measured one where there is one
         (a command can come late, or be zeroed by the hardware's timeout), else the command;
-        before the first command (brakes may hold the arm) the integral starts at each state.
-        Returns the reason of a collision latched by this state, or None."""
+        before the first command (brakes may hold the arm) the integral starts at each state,
+        and so it does while the measured effort is all zero under a nonzero command: the
+        drives apply none of it (brakes still on, a drive not yet enabled), and what holds the
+        arm then is not contact (a simulator braked past its first command under load read as
+        a 34 N collision at Tiago's hand). Returns the reason of a collision latched by this
+        state, or None."""
         if self.observer is None:
             return None
         t, q, qd = state
         applied = command if command is None or effort is None else effort
-        if applied is None:
+        if applied is None or (effort is not None and not effort.any() and command.any()):
             self.observer.restart()
             applied = np.zeros_like(q)
         ob = self.observer
