@@ -200,18 +200,25 @@ def frame_kinematics(quick):
             "paired_ratio": paired}
 
 
+def panda_states(seed):
+    """The Panda (to panda_hand), Pinocchio's reduced model and data of it, and random
+    (q, qd, qdd) in ours and in Pinocchio's coordinates."""
+    path = ROBOTS / "panda_description/urdf/panda.urdf"
+    chain = load_chain(path, tip_link="panda_hand")
+    ref = PinReference(path, chain)
+    model = ref.reduced
+    q, qd, qdd = np.random.default_rng(seed).uniform(-1, 1, (3, chain.n))
+    return (chain, model, ref.reduced_data, (q, qd, qdd),
+            (ref.q_of(model, q), ref.v_of(model, qd), ref.v_of(model, qdd)))
+
+
 def per_call(quick):
     """Paired ratios of our calls, written the two ways users write them (`import dyn_control
     as dc; dc.f(...)`, and `from dyn_control import f; f(...)`), against Pinocchio's, on the
     Panda (7 joints, to panda_hand): inverse_dynamics / pin.rnea, mass_matrix / pin.crba."""
     import dyn_control as dc
 
-    path = ROBOTS / "panda_description/urdf/panda.urdf"
-    chain = load_chain(path, tip_link="panda_hand")
-    ref = PinReference(path, chain)
-    model, data = ref.reduced, ref.reduced_data
-    q, qd, qdd = np.random.default_rng(3).uniform(-1, 1, (3, chain.n))
-    qp, vp, ap = ref.q_of(model, q), ref.v_of(model, qd), ref.v_of(model, qdd)
+    chain, model, data, (q, qd, qdd), (qp, vp, ap) = panda_states(3)
     pairs = 21 if quick else 101
     calls = {
         "inverse_dynamics": ((lambda: dc.inverse_dynamics(chain, q, qd, qdd)),
@@ -236,12 +243,7 @@ def identification(quick):
     from dyn_control.identification import BaseParameters, perturbed, regressor
     from dyn_control.identify import identify
 
-    path = ROBOTS / "panda_description/urdf/panda.urdf"
-    chain = load_chain(path, tip_link="panda_hand")
-    ref = PinReference(path, chain)
-    model, data = ref.reduced, ref.reduced_data
-    q, qd, qdd = np.random.default_rng(5).uniform(-1, 1, (3, chain.n))
-    qp, vp, ap = ref.q_of(model, q), ref.v_of(model, qd), ref.v_of(model, qdd)
+    chain, model, data, (q, qd, qdd), (qp, vp, ap) = panda_states(5)
     theirs = lambda: pin.computeJointTorqueRegressor(model, data, qp, vp, ap)  # noqa: E731
     ours = lambda: regressor(chain, q, qd, qdd, friction=False)  # noqa: E731
     np.testing.assert_allclose(ours(), theirs(), atol=1e-9)
