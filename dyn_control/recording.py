@@ -1,7 +1,8 @@
-"""A run of /joint_states as a rosbag2 file (MCAP), with the `rosbags` package (pinned, the
-identification extra): written by a node from the raw messages it receives, as `ros2 bag
-record` stores them; read back with no ROS install, so that a fit can be rerun from the file
-alone. Any ROS tool opens the file (`ros2 bag info`, PlotJuggler, Foxglove)."""
+"""A run as a rosbag2 file (MCAP), with the `rosbags` package (pinned): /joint_states for
+identification, and every topic of a demo run (harness/bag.py). Written from the raw messages a
+node receives, as `ros2 bag record` stores them; read back with no ROS install, so that a fit
+can be rerun from the file alone. Any ROS tool opens the file (`ros2 bag info`, PlotJuggler,
+Foxglove)."""
 
 import pathlib
 
@@ -16,21 +17,39 @@ def _typestore():
 
 
 class BagWriter:
-    """A new rosbag2 folder at `path` with one connection, /joint_states; `write(ns, cdr)`
-    stores a serialized JointState at a time (ns), `close()` ends the file."""
+    """A new rosbag2 folder at `path`. `add(topic, msgtype, qos)` opens a connection (qos: the
+    publisher's QoS for the metadata, `qos_profile`); `write(ns, cdr, connection)` stores a
+    serialized message at a time (ns; default connection: the one made with the bag, `topic`,
+    a JointState); `close()` ends the file."""
 
     def __init__(self, path, topic=TOPIC):
         from rosbags.rosbag2 import StoragePlugin, Writer
         self.path = pathlib.Path(path)
         self.writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
         self.writer.open()
-        self.connection = self.writer.add_connection(topic, MSGTYPE, typestore=_typestore())
+        self.connection = self.add(topic, MSGTYPE) if topic else None
 
-    def write(self, ns, cdr):
-        self.writer.write(self.connection, int(ns), bytes(cdr))
+    def add(self, topic, msgtype, qos=None):
+        return self.writer.add_connection(topic, msgtype, typestore=_typestore(),
+                                          offered_qos_profiles=[qos] if qos else ())
+
+    def write(self, ns, cdr, connection=None):
+        self.writer.write(connection or self.connection, int(ns), bytes(cdr))
 
     def close(self):
         self.writer.close()
+
+
+def qos_profile(reliable=True, transient_local=False, depth=10):
+    """The rosbag2 metadata form of a publisher's QoS (keep last `depth`, automatic liveliness,
+    no deadline or lifespan: what our nodes and robot_state_publisher offer)."""
+    from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
+                                    QosReliability, QosTime)
+    zero = QosTime(0, 0)
+    return Qos(QosHistory.KEEP_LAST, int(depth),
+               QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
+               QosDurability.TRANSIENT_LOCAL if transient_local else QosDurability.VOLATILE,
+               zero, zero, QosLiveliness.AUTOMATIC, zero, False)
 
 
 def write_states(path, t, names, q, qd, effort, topic=TOPIC):

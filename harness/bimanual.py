@@ -33,7 +33,7 @@ def arm_ee_links(arm_configs):
     return []
 
 
-def _client(hands, lift_joint):
+def _client(hands, lift_joint, urdf_text=None):
     from geometry_msgs.msg import PoseStamped, WrenchStamped
     from sensor_msgs.msg import JointState
 
@@ -55,6 +55,10 @@ def _client(hands, lift_joint):
             self.create_subscription(JointState, "/joint_states", self._state, 10)
             self.posture = self.create_publisher(JointState, f"{CONTROLLER}/target_joint", 10)
             self.push_pub = self.create_publisher(WrenchStamped, "/dynamics_simulator/external_wrench", 10)
+            self.tap = None
+            if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
+                from .bag import BagTap
+                self.tap = BagTap(self, urdf_text)
             self.start()
 
         def _pose(self, link, msg):
@@ -95,10 +99,13 @@ def _client(hands, lift_joint):
 
 def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="torso_lift_joint",
                   lift=0.1, lift_time=2.0, force=(10.0, 0.0, 5.0), settle=2.0, push_time=3.0,
-                  timeout=90.0):
+                  timeout=90.0, bag=None):
     """Run it; -> dict: hands {link: (t (k,), p (k, 3))}, lift (t, q), phases (sim s: lift,
-    lift_end, push, push_end), the links, force, exit codes and logs."""
+    lift_end, push, push_end), the links, force, exit codes and logs. bag: a new folder to
+    write the run to as a rosbag2 (harness.bag)."""
     import rclpy
+
+    from dyn_control.urdf import read_urdf_text
 
     urdf, arm_configs = processes.arm_files(arm)
     hands = arm_ee_links(arm_configs)
@@ -114,7 +121,7 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
         "computed_torque_controller", [processes.config("controller"), *arm_configs],
         {**common, "use_sim_time": True, "mode": "cartesian_impedance"}, log_dir=log_dir, env=env))
     rclpy.init()
-    client = _client(hands, lift_joint)
+    client = _client(hands, lift_joint, read_urdf_text(str(urdf)) if bag else None)
     phases = {}
     try:
         deadline = time.monotonic() + timeout
@@ -144,13 +151,14 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
         rclpy.try_shutdown()
         codes = {node.name: node.stop() for node in reversed(nodes)}
         logs = {node.name: node.log() for node in nodes}
+        bag_counts = client.tap.write(bag) if bag else None  # a failed run is kept too
     with client.lock:
         recorded = {link: (np.array([t for t, _ in rows]), np.array([p for _, p in rows]))
                     for link, rows in client.poses.items()}
         lift_series = np.array(client.lift)
     return {"hands": recorded, "lift": (lift_series[:, 0], lift_series[:, 1]), "phases": phases,
             "links": hands, "force": np.asarray(force, dtype=float), "exit_codes": codes,
-            "logs": logs}
+            "logs": logs, "bag": bag_counts}
 
 
 def bimanual_figures(result, stiffness=500.0):
@@ -181,7 +189,9 @@ def bimanual_figures(result, stiffness=500.0):
 
 def bimanual_main(arm, out, domain):
     """make demo ARM=<a tree with ee_links> MODE=cartesian: run, print the figures, plot."""
-    result = bimanual_loop(arm, out, domain)
+    from .bag import run_folder
+    bag = run_folder(out, arm, "cartesian")
+    result = bimanual_loop(arm, out, domain, bag=bag)
     f = bimanual_figures(result)
     print(f"\ntorso lifted {f['lifted_m'] * 1e3:.1f} mm through the nullspace posture; the hands "
           "strayed at most " + ", ".join(f"{link} {v * 1e3:.3f} mm" for link, v in f["strayed_m"].items())
@@ -191,6 +201,7 @@ def bimanual_main(arm, out, domain):
           f"{np.round(f['push_expected_m'] * 1e3, 3).tolist()} mm; the other hand "
           f"{f['other_displacement_m'] * 1e3:.4f} mm")
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
+    print(f"run recorded as a rosbag2 in {bag}/ ({sum(result['bag'].values())} messages)")
     path = out / f"demo_{arm}_cartesian.png"
     plot_bimanual(result, path)
     print(f"plot written to {path}")

@@ -25,7 +25,7 @@ COLLISION = np.array([60.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # N: 44 N m on joint2 at 
 CONTROLLER, SIMULATOR = "/computed_torque_controller", "/dynamics_simulator"
 
 
-def _recorder():
+def _recorder(urdf_text=None):
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
     from sensor_msgs.msg import JointState
@@ -67,6 +67,10 @@ def _recorder():
             self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
             self.pusher = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
             self.reset = self.create_client(Trigger, f"{CONTROLLER}/reset_collision")
+            self.tap = None
+            if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
+                from .bag import BagTap
+                self.tap = BagTap(self, urdf_text)
             self.start()
 
         def now(self):
@@ -108,17 +112,20 @@ def _until(condition, nodes, timeout, what):
         time.sleep(0.01)
 
 
-def contact_loop(arm, out, domain, timeout=120.0):
-    """Run the scenario of the module docstring; return what was recorded and the phases."""
+def contact_loop(arm, out, domain, timeout=120.0, bag=None):
+    """Run the scenario of the module docstring; return what was recorded and the phases.
+    bag: a new folder to write the run to as a rosbag2 (harness.bag)."""
     import os
 
     import rclpy
+
+    from dyn_control.urdf import read_urdf_text
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     urdf, configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf)}
     env, nodes, phases = processes.loop_env(), [], {}
     rclpy.init()
-    rec = _recorder()
+    rec = _recorder(read_urdf_text(str(urdf)) if bag else None)
     try:
         nodes.append(processes.NodeProcess("dynamics_simulator", [processes.config("simulator"),
                                                                   *configs], common,
@@ -153,8 +160,9 @@ def contact_loop(arm, out, domain, timeout=120.0):
         diagnostics = dict(rec.diagnostics)
         rec.close()
         rclpy.try_shutdown()
+        bag_counts = rec.tap.write(bag) if bag else None
     return {**recorded, "phases": phases, "start": start, "reset": reset, "exit_codes": codes,
-            "diagnostics": diagnostics}
+            "diagnostics": diagnostics, "bag": bag_counts}
 
 
 def pushes(tt, truth):
@@ -169,9 +177,12 @@ def pushes(tt, truth):
 def contact_main(args, out, domain):
     from dyn_control import load_chain
 
+    from .bag import run_folder
+
     out = pathlib.Path(out)
     names = load_chain(processes.arm_files(args.arm)[0]).joint_names
-    r = contact_loop(args.arm, out, domain)
+    bag = run_folder(out, pathlib.Path(args.arm).name.split(".")[0], "contact")
+    r = contact_loop(args.arm, out, domain, bag=bag)
     try:
         _figures(r, names)
     except (IndexError, ValueError) as err:  # a loaded machine's recording missed a phase
@@ -186,6 +197,7 @@ def contact_main(args, out, domain):
     print("simulator " + status_line(r["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print("trajectory_demo " + status_line(r["diagnostics"], "trajectory_demo", DEMO_LINE))
     print(f"exit codes after Ctrl-C: {r['exit_codes']}")
+    print(f"run recorded as a rosbag2 in {bag}/ ({sum(r['bag'].values())} messages)")
     path = out / "demo_contact.png"
     _plot(r, names, path)
     print(f"plot written to {path}")

@@ -24,6 +24,7 @@ import sys
 import numpy as np
 
 from . import processes
+from .bag import run_folder
 from .loop import cartesian_loop, closed_loop
 from .metrics import (CONTROLLER_LINE, DEMO_LINE, SIMULATOR_LINE, cartesian_figures,
                       status_line, tracking_figures)
@@ -36,7 +37,8 @@ def cartesian_main(args, out, domain):
     from .bimanual import arm_ee_links, bimanual_main
     if arm_ee_links(processes.arm_files(args.arm)[1]):  # a tree whose file names both hands
         return bimanual_main(args.arm, out, domain)
-    result = cartesian_loop(args.arm, out, domain, model_params=model_params(args))
+    bag = run_folder(out, arm_name(args.arm), "cartesian")
+    result = cartesian_loop(args.arm, out, domain, model_params=model_params(args), bag=bag)
     stiffness = CONTROLLER["cartesian_stiffness"].default
     force = CARTESIAN_DEMO["push_force"].default
     f = cartesian_figures(result, stiffness, force)
@@ -53,10 +55,21 @@ def cartesian_main(args, out, domain):
                                          CONTROLLER_LINE))
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
-    path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}_cartesian.png"
+    print(bag_line(bag, result))
+    path = out / f"demo_{arm_name(args.arm)}_cartesian.png"
     plot_cartesian(result, f, path)
     print(f"plot written to {path}")
     return 0 if all(c == 0 for c in result["exit_codes"].values()) else 1
+
+
+def arm_name(arm):
+    """default_arm, or a URDF path's file name without its extension."""
+    return pathlib.Path(arm).name.split(".")[0]
+
+
+def bag_line(bag, result):
+    return (f"run recorded as a rosbag2 in {bag}/ ({sum(result['bag'].values())} messages; "
+            f"ros2 bag info {bag})")
 
 
 def model_params(args):
@@ -127,8 +140,9 @@ def run_demo(args):
     if args.mode == "contact":
         from .contact import contact_main
         return contact_main(args, out, domain)
+    bag = run_folder(out, arm_name(args.arm), args.mode)
     result = closed_loop(args.arm, args.duration, args.mode, out, domain,
-                         model_params=model_params(args))
+                         model_params=model_params(args), bag=bag)
     rms, worst = tracking_figures(result)
     print(f"\ntracking over {result['t'][-1]:.1f} s of trajectory "
           f"({len(result['t'])} of the controller's ticks recorded):")
@@ -141,7 +155,8 @@ def run_demo(args):
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
     print("trajectory_demo " + status_line(result["diagnostics"], "trajectory_demo", DEMO_LINE))
-    path = out / f"demo_{pathlib.Path(args.arm).name.split('.')[0]}.png"
+    print(bag_line(bag, result))
+    path = out / f"demo_{arm_name(args.arm)}.png"
     plot(result, path)
     print(f"plot written to {path}")
     demo = result["diagnostics"].get("trajectory_demo", {})

@@ -17,7 +17,7 @@ CONTROLLER_NODE = "computed_torque_controller"
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
                 controller_params=None, simulator_params=None, timeout=300.0,
                 controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None,
-                model_params=None, sim_urdf=None):
+                model_params=None, sim_urdf=None, bag=None):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
     controller_first: seconds the controller runs alone before the simulator starts.
@@ -25,6 +25,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     processes started after the simulator (fault injectors, load); demo_params: parameters of
     trajectory_demo; model_params: every node's (tip_link, joints). sim_urdf: the simulator's
     own URDF of the same joints (a truth the controller does not know; default: the arm's).
+    bag: a new folder to write the run to as a rosbag2 (harness.bag).
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
     effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
@@ -46,7 +47,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     if domain_id is not None:
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     rclpy.init()
-    recorder = Recorder()
+    recorder = Recorder(urdf_text=_bag_urdf(bag, sim_urdf or urdf))
     env = processes.loop_env()
     nodes = []
     ticks_alone = 0
@@ -103,20 +104,22 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         logs = {node.name: node.log() for node in nodes}
         recorder.close()
         rclpy.try_shutdown()
+        bag_counts = recorder.tap.write(bag) if bag else None  # a failed run is kept too
     t, e, q_d, tau = _paired(recorder)
     window = (t >= start) & (t <= start + duration)
     return {"joint_names": recorder.joint_names, "start": start, "t": t[window] - start,
             "error": e[window], "reference": q_d[window],
             "position": q_d[window] - e[window], "effort": tau[window],
             "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
-            "diagnostics": dict(recorder.diagnostics)}
+            "diagnostics": dict(recorder.diagnostics), "bag": bag_counts,
+            "recorded": {"errors": len(recorder.errors), "references": len(recorder.references)}}
 
 
 def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_params=None,
-                   demo_params=None, timeout=120.0, model_params=None):
+                   demo_params=None, timeout=120.0, model_params=None, bag=None):
     """Simulator + controller in cartesian_impedance + cartesian_demo; returns the recording:
     the poses, the target poses, the simulator's joint states, the demo's phase times (sim s),
-    exit codes, logs and /diagnostics."""
+    exit codes, logs and /diagnostics. bag: as closed_loop's."""
     import rclpy
 
     from .recorder import Recorder
@@ -126,7 +129,7 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
     if domain_id is not None:
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     rclpy.init()
-    recorder = Recorder(cartesian=True)
+    recorder = Recorder(cartesian=True, urdf_text=_bag_urdf(bag, urdf))
     env = processes.loop_env()
     nodes = []
     try:
@@ -150,12 +153,19 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
         logs = {node.name: node.log() for node in nodes}
         recorder.close()
         rclpy.try_shutdown()
+        bag_counts = recorder.tap.write(bag) if bag else None  # a failed run is kept too
     phases = {key[:-2]: value for key, value in demo().items() if key.endswith("_s")}
     t, q, _, effort = recorder.series("states")
     return {"pose": recorder.pose_series("current_pose"),
             "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
             "phases": phases, "exit_codes": codes, "logs": logs,
-            "diagnostics": dict(recorder.diagnostics)}
+            "diagnostics": dict(recorder.diagnostics), "bag": bag_counts}
+
+
+def _bag_urdf(bag, urdf):
+    """The URDF text a bag keeps (the simulated arm's), or None without a bag."""
+    from dyn_control.urdf import read_urdf_text
+    return read_urdf_text(str(urdf)) if bag else None
 
 
 def _started(recorder):

@@ -19,9 +19,10 @@ CONTROLLER = "/computed_torque_controller"
 
 class Recorder(BackgroundNode):
     """cartesian: also record the poses and the simulator's joint states (1 kHz; off by
-    default, so that the joint-space loops do not pay for them)."""
+    default, so that the joint-space loops do not pay for them). urdf_text: also keep the run
+    for a bag (harness.bag: `tap`), its topics read through the tap."""
 
-    def __init__(self, controller=CONTROLLER, cartesian=False):
+    def __init__(self, controller=CONTROLLER, cartesian=False, urdf_text=None):
         super().__init__("dyn_control_recorder")
         self.errors, self.references, self.states = [], [], []
         self.poses = {"current_pose": [], "target_pose": []}  # (t, p (3,), quaternion (4,))
@@ -38,8 +39,17 @@ class Recorder(BackgroundNode):
                     store.append(row)
             return callback
 
-        self.create_subscription(JointState, f"{controller}/error", keep(self.errors, True), 1000)
-        self.create_subscription(JointState, f"{controller}/reference", keep(self.references), 1000)
+        readers = {f"{controller}/error": keep(self.errors, True),
+                   f"{controller}/reference": keep(self.references)}
+        if cartesian:
+            readers["/joint_states"] = keep(self.states)
+        self.tap = None
+        if urdf_text is not None:
+            from .bag import BagTap
+            self.tap = BagTap(self, urdf_text, readers)
+        else:
+            for topic, callback in readers.items():
+                self.create_subscription(JointState, topic, callback, 1000)
         def pose(store):
             def callback(msg):
                 p, o = msg.pose.position, msg.pose.orientation
@@ -49,7 +59,6 @@ class Recorder(BackgroundNode):
             return callback
 
         if cartesian:
-            self.create_subscription(JointState, "/joint_states", keep(self.states), 1000)
             for name, store in self.poses.items():
                 self.create_subscription(PoseStamped, f"{controller}/{name}", pose(store), 100)
         def diagnostics(msg):

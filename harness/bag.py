@@ -1,0 +1,135 @@
+"""Every demo run as a rosbag2 (MCAP) folder, written from the harness's recorder node.
+
+A `BagTap` on a recorder node subscribes to the loop's topics raw, keeps each message as it came
+off the wire (the bytes `ros2 bag record` would store), stamped with the simulation time of the
+latest /clock (ros2 bag record --use-sim-time), and on `write()` stores them with rosbags:
+- /joint_states, /clock, /effort_controller/commands, the controller's ~/reference and ~/error,
+  each with its publisher's QoS (read from the graph at the first message) in the metadata;
+- /robot_description (transient local, as robot_state_publisher offers it): the URDF the run
+  used;
+- /tf_static and /tf from the URDF's joint transforms (dyn_control.transforms), /tf once per
+  /joint_states: a bag shows the arm with no robot_state_publisher.
+A recorder reads a topic through the tap (`subscribe`), so what it records and what the bag holds
+are the same messages.
+"""
+
+import time
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from dyn_control.kinematics import matrix_quaternion
+from dyn_control.recording import BagWriter, _typestore, qos_profile
+from dyn_control.transforms import JointTransforms
+
+CONTROLLER = "/computed_torque_controller"
+TOPICS = {"/joint_states": JointState, "/clock": Clock,
+          "/effort_controller/commands": Float64MultiArray,
+          f"{CONTROLLER}/reference": JointState, f"{CONTROLLER}/error": JointState}
+MSGTYPES = {JointState: "sensor_msgs/msg/JointState", Clock: "rosgraph_msgs/msg/Clock",
+            Float64MultiArray: "std_msgs/msg/Float64MultiArray"}
+DEPTH = 5000  # messages a reader keeps: seconds of 1 kHz topics for a recorder that falls behind
+
+
+class BagTap:
+    """Raw subscriptions of `node` to TOPICS; `write(path)` makes the bag (module docstring)
+    from the URDF text the run used. readers: topic -> the recorder's callback(message), called
+    as a typed subscription would call it. `counts`: messages received per topic."""
+
+    def __init__(self, node, urdf_text, readers=None):
+        self.node, self.urdf_text = node, urdf_text
+        self.rows = []  # (ns, topic, raw bytes), in arrival order
+        self.qos = {}  # topic -> rosbags Qos of its publisher
+        self.counts = {topic: 0 for topic in TOPICS}
+        self.now_ns = 0
+        for topic, kind in TOPICS.items():
+            self._subscribe(kind, topic, (readers or {}).get(topic))
+
+    def _subscribe(self, kind, topic, callback):
+        def on_raw(raw):
+            if topic == "/clock":
+                clock = deserialize_message(raw, Clock).clock
+                self.now_ns = clock.sec * 1_000_000_000 + clock.nanosec
+            if topic not in self.qos:
+                self.qos[topic] = self._offered(topic)
+            self.rows.append((self.now_ns, topic, bytes(raw)))
+            self.counts[topic] += 1
+            if callback is not None:
+                callback(deserialize_message(raw, kind))
+
+        qos = QoSProfile(depth=DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(kind, topic, on_raw, qos, raw=True)
+
+    def _offered(self, topic):
+        for info in self.node.get_publishers_info_by_topic(topic):
+            p = info.qos_profile
+            return qos_profile(p.reliability == ReliabilityPolicy.RELIABLE,
+                               p.durability == DurabilityPolicy.TRANSIENT_LOCAL, p.depth)
+        return qos_profile()
+
+    def write(self, path):
+        """The bag at `path` (a new folder); -> its message count per topic."""
+        store = _typestore()
+        types = store.types
+        transforms = JointTransforms(self.urdf_text)
+        bag = BagWriter(path, topic=None)
+        written = {}
+        try:
+            connections = {topic: bag.add(topic, MSGTYPES[kind], self.qos.get(topic))
+                           for topic, kind in TOPICS.items()}
+            latched = qos_profile(transient_local=True, depth=1)
+            for topic, msgtype in (("/robot_description", "std_msgs/msg/String"),
+                                   ("/tf_static", "tf2_msgs/msg/TFMessage"),
+                                   ("/tf", "tf2_msgs/msg/TFMessage")):
+                connections[topic] = bag.add(topic, msgtype,
+                                             qos_profile(depth=100) if topic == "/tf" else latched)
+            first = self.rows[0][0] if self.rows else 0
+            description = types["std_msgs/msg/String"](data=self.urdf_text)
+            bag.write(first, store.serialize_cdr(description, "std_msgs/msg/String"),
+                      connections["/robot_description"])
+            written["/robot_description"] = 1
+            moving = None
+            for ns, topic, raw in self.rows:
+                bag.write(ns, raw, connections[topic])
+                written[topic] = written.get(topic, 0) + 1
+                if topic != "/joint_states":
+                    continue
+                state = deserialize_message(raw, JointState)
+                stamp = state.header.stamp
+                if moving is None:
+                    moving = list(state.name)
+                    static = tf_message(types, transforms.static(moving), stamp)
+                    bag.write(ns, store.serialize_cdr(static, "tf2_msgs/msg/TFMessage"),
+                              connections["/tf_static"])
+                    written["/tf_static"] = 1
+                message = tf_message(types, transforms.at(dict(zip(state.name, state.position))),
+                                     stamp)
+                bag.write(ns, store.serialize_cdr(message, "tf2_msgs/msg/TFMessage"),
+                          connections["/tf"])
+                written["/tf"] = written.get("/tf", 0) + 1
+        finally:
+            bag.close()
+        return written
+
+
+def tf_message(types, transforms, stamp):
+    """A tf2_msgs/TFMessage (rosbags' type) of [(parent, child, R, p)] at `stamp`."""
+    Time, Header = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
+    Vector3, Quaternion = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Quaternion"]
+    Transform = types["geometry_msgs/msg/Transform"]
+    Stamped = types["geometry_msgs/msg/TransformStamped"]
+    when = Time(sec=stamp.sec, nanosec=stamp.nanosec)
+    return types["tf2_msgs/msg/TFMessage"](transforms=[
+        Stamped(header=Header(stamp=when, frame_id=parent), child_frame_id=child,
+                transform=Transform(translation=Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                                    rotation=Quaternion(*matrix_quaternion(R))))
+        for parent, child, R, p in transforms])
+
+
+def run_folder(out, arm, mode=None):
+    """out/<arm>[_<mode>]_<local time>: a new folder name per run, as ros2 bag record makes."""
+    name = f"{arm}_{mode}" if mode else arm
+    return out / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}"

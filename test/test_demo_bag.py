@@ -1,0 +1,119 @@
+"""make demo's rosbag2 (harness.bag): a short closed loop over DDS on the default arm (its own
+ROS domain) writes its bag, read back with rosbags (which wrote it) and with mcap plus
+mcap-ros2-support (another reader, test only). References: the URDF file for the description,
+the chain's forward kinematics for /tf (1e-9 m and rad), the recorder's own counts for the
+messages, and the simulator's fixed step for the ticks between the first and last state.
+"""
+
+import numpy as np
+import pytest
+
+from conftest import DEFAULT_ARM
+from dyn_control import load_chain
+from dyn_control.kinematics import frame_pose, quaternion_matrix
+
+pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+from harness.loop import closed_loop  # noqa: E402
+
+DOMAIN = 97
+CONTROLLER = "/computed_torque_controller"
+TOPICS = {"/robot_description": "std_msgs/msg/String", "/joint_states": "sensor_msgs/msg/JointState",
+          "/tf": "tf2_msgs/msg/TFMessage", "/tf_static": "tf2_msgs/msg/TFMessage",
+          "/clock": "rosgraph_msgs/msg/Clock",
+          "/effort_controller/commands": "std_msgs/msg/Float64MultiArray",
+          f"{CONTROLLER}/reference": "sensor_msgs/msg/JointState",
+          f"{CONTROLLER}/error": "sensor_msgs/msg/JointState"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bag")
+    result = closed_loop("default_arm", 2.0, None, folder / "logs", DOMAIN, bag=folder / "run")
+    return result, folder / "run"
+
+
+def read_rosbags(path):
+    """{topic: [(log ns, message)]} and {topic: (msgtype, [Qos])} by rosbags."""
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import Stores, get_typestore
+    store = get_typestore(Stores.ROS2_KILTED)
+    messages, kinds = {}, {}
+    with Reader(path) as reader:
+        for c in reader.connections:
+            kinds[c.topic] = (c.msgtype, c.ext.offered_qos_profiles)
+        for c, ns, raw in reader.messages():
+            messages.setdefault(c.topic, []).append((ns, store.deserialize_cdr(raw, c.msgtype)))
+    return messages, kinds
+
+
+def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick(run):
+    """The topics and types of TOPICS; as many ~/error and ~/reference messages as the
+    recorder's ticks, one /tf per /joint_states; the states one simulator step apart from the
+    first to the last (nothing lost between the wire and the file); the description and
+    /tf_static transient local, the rest volatile, all reliable (what our nodes offer)."""
+    result, path = run
+    assert all(code == 0 for code in result["exit_codes"].values()), result["exit_codes"]
+    messages, kinds = read_rosbags(path)
+    assert {t: k for t, (k, _) in kinds.items()} == TOPICS
+    counts = {topic: len(rows) for topic, rows in messages.items()}
+    assert counts == result["bag"]
+    assert counts[f"{CONTROLLER}/error"] == result["recorded"]["errors"] > 1000
+    assert counts[f"{CONTROLLER}/reference"] == result["recorded"]["references"]
+    assert counts["/tf"] == counts["/joint_states"] and counts["/tf_static"] == 1
+    stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+                       for _, m in messages["/joint_states"]])
+    np.testing.assert_allclose(np.diff(stamps), 1e-3, atol=1e-9)
+    for topic, (_, profiles) in kinds.items():
+        qos = profiles[0]
+        assert qos.reliability.name == "RELIABLE", (topic, qos)
+        latched = topic in ("/robot_description", "/tf_static")
+        assert qos.durability.name == ("TRANSIENT_LOCAL" if latched else "VOLATILE"), (topic, qos)
+
+
+def test_tf_is_the_forward_kinematics_and_the_description_is_the_urdf(run):
+    """Every link the chain moves, composed from /tf_static and /tf down from the root, is
+    where frame_pose puts it at the published state, to 1e-9, at 20 states through the run;
+    /robot_description is the URDF file's text."""
+    _, path = run
+    messages, _ = read_rosbags(path)
+    assert messages["/robot_description"][0][1].data == DEFAULT_ARM.read_text()
+    chain = load_chain(DEFAULT_ARM)
+    static = {t.child_frame_id: t for t in messages["/tf_static"][0][1].transforms}
+    states, tfs = messages["/joint_states"], messages["/tf"]
+    for k in np.linspace(0, len(states) - 1, 20).astype(int):
+        state, tf = states[k][1], tfs[k][1]
+        assert tf.transforms[0].header.stamp == state.header.stamp
+        edges = {**static, **{t.child_frame_id: t for t in tf.transforms}}
+        q = np.array([dict(zip(state.name, state.position))[n] for n in chain.joint_names])
+        for links in chain.lumped_links:
+            for link in links:
+                R, p = np.eye(3), np.zeros(3)
+                frame = link
+                while frame != chain.root_link:
+                    t = edges[frame].transform
+                    Rt = quaternion_matrix(t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w)
+                    pt = np.array([t.translation.x, t.translation.y, t.translation.z])
+                    R, p = Rt @ R, Rt @ p + pt
+                    frame = edges[frame].header.frame_id
+                R_fk, p_fk = frame_pose(chain, q, link)
+                np.testing.assert_allclose(p, p_fk, atol=1e-9)
+                np.testing.assert_allclose(R, R_fk, atol=1e-9)
+
+
+def test_a_second_reader_mcap_ros2_reads_the_same_messages(run):
+    """mcap-ros2-support decodes every message with the schemas in the file: the same topics
+    and counts as rosbags, and the same joint positions."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    _, path = run
+    messages, _ = read_rosbags(path)
+    counts, positions = {}, []
+    with open(next(path.glob("*.mcap")), "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _, channel, _, decoded in reader.iter_decoded_messages():
+            counts[channel.topic] = counts.get(channel.topic, 0) + 1
+            if channel.topic == "/joint_states":
+                positions.append(list(decoded.position))
+    assert counts == {topic: len(rows) for topic, rows in messages.items()}
+    np.testing.assert_array_equal(np.array(positions),
+                                  np.array([m.position for _, m in messages["/joint_states"]]))
