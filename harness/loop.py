@@ -112,7 +112,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             "position": q_d[window] - e[window], "effort": tau[window],
             "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
             "diagnostics": dict(recorder.diagnostics), "bag": bag_counts,
-            "recorded": {"errors": len(recorder.errors), "references": len(recorder.references)}}
+            "recorded": {"errors": len(recorder.errors), "references": len(recorder.references)},
+            "received": dict(recorder.tap.counts) if bag else None}
 
 
 def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_params=None,

@@ -47,22 +47,27 @@ def read_rosbags(path):
 
 
 def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick(run):
-    """The topics and types of TOPICS; as many ~/error and ~/reference messages as the
-    recorder's ticks, one /tf per /joint_states; the states one simulator step apart from the
-    first to the last (nothing lost between the wire and the file); the description and
-    /tf_static transient local, the rest volatile, all reliable (what our nodes offer)."""
+    """The topics and types of TOPICS; as many messages per topic as the recorder received
+    (nothing lost between the wire and the file), and ~/error and ~/reference the recorder's
+    ticks, one /tf per /joint_states; the states in order, on the simulator's 1 ms grid (DDS
+    itself may drop some under load: a reliable writer keeps only its last 10, and runs of
+    17 to 29 ms were missing once in a full suite); the description and /tf_static transient
+    local, the rest volatile, all reliable (what our nodes offer)."""
     result, path = run
     assert all(code == 0 for code in result["exit_codes"].values()), result["exit_codes"]
     messages, kinds = read_rosbags(path)
     assert {t: k for t, (k, _) in kinds.items()} == TOPICS
     counts = {topic: len(rows) for topic, rows in messages.items()}
     assert counts == result["bag"]
+    assert all(counts[topic] == n > 0 for topic, n in result["received"].items())
     assert counts[f"{CONTROLLER}/error"] == result["recorded"]["errors"] > 1000
     assert counts[f"{CONTROLLER}/reference"] == result["recorded"]["references"]
     assert counts["/tf"] == counts["/joint_states"] and counts["/tf_static"] == 1
     stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
                        for _, m in messages["/joint_states"]])
-    np.testing.assert_allclose(np.diff(stamps), 1e-3, atol=1e-9)
+    steps = np.diff(stamps) / 1e-3
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-6)
+    assert steps.min() >= 1.0 - 1e-6
     for topic, (_, profiles) in kinds.items():
         qos = profiles[0]
         assert qos.reliability.name == "RELIABLE", (topic, qos)
