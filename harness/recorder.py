@@ -47,8 +47,8 @@ class Recorder(BackgroundNode):
         if urdf_text is not None:
             from .bag import BagTap
             self.tap = BagTap(self, urdf_text, readers)
-        else:
-            for topic, callback in readers.items():
+        for topic, callback in readers.items():
+            if self.tap is None or topic not in self.tap.counts:  # a topic the bag does not keep
                 self.create_subscription(JointState, topic, callback, 1000)
         def pose(store):
             def callback(msg):
