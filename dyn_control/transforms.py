@@ -7,16 +7,10 @@ against the chain's forward kinematics.
 
 import numpy as np
 
+from .kinematics import rotation_exp
 from .urdf import origin_pose, parse, read_urdf_text
 
 MOVABLE = ("revolute", "continuous", "prismatic")
-
-
-def axis_rotation(axis, angle):
-    """Rodrigues: the rotation by `angle` rad about the unit `axis` (3,)."""
-    x, y, z = axis
-    K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
 
 
 class JointTransforms:
@@ -46,7 +40,7 @@ class JointTransforms:
             return R0, p0 + R0 @ (axis * value)
         if kind == "fixed":
             return R0, p0
-        return R0 @ axis_rotation(axis, value), p0
+        return R0 @ rotation_exp(axis * value), p0
 
     def static(self, moving=()):
         moving = set(moving)

@@ -13,6 +13,7 @@ A recorder reads a topic through the tap (`subscribe`), so what it records and w
 are the same messages.
 """
 
+import pathlib
 import time
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -130,6 +131,13 @@ def tf_message(types, transforms, stamp):
 
 
 def run_folder(out, arm, mode=None):
-    """out/<arm>[_<mode>]_<local time>: a new folder name per run, as ros2 bag record makes."""
-    name = f"{arm}_{mode}" if mode else arm
-    return out / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}"
+    """out/<arm>[_<mode>]_<local time>: a new folder name per run, as ros2 bag record makes;
+    arm: a name in urdf/ or a URDF path."""
+    from .processes import arm_name
+    name = f"{arm_name(arm)}_{mode}" if mode else arm_name(arm)
+    return pathlib.Path(out) / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}"
+
+
+def summary(bag, counts):
+    """The demo's line on where its bag is."""
+    return f"run recorded as a rosbag2 in {bag}/ ({sum(counts.values())} messages; ros2 bag info {bag})"

@@ -189,7 +189,7 @@ def bimanual_figures(result, stiffness=500.0):
 
 def bimanual_main(arm, out, domain):
     """make demo ARM=<a tree with ee_links> MODE=cartesian: run, print the figures, plot."""
-    from .bag import run_folder
+    from .bag import run_folder, summary
     bag = run_folder(out, arm, "cartesian")
     result = bimanual_loop(arm, out, domain, bag=bag)
     f = bimanual_figures(result)
@@ -201,7 +201,7 @@ def bimanual_main(arm, out, domain):
           f"{np.round(f['push_expected_m'] * 1e3, 3).tolist()} mm; the other hand "
           f"{f['other_displacement_m'] * 1e3:.4f} mm")
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
-    print(f"run recorded as a rosbag2 in {bag}/ ({sum(result['bag'].values())} messages)")
+    print(summary(bag, result["bag"]))
     path = out / f"demo_{arm}_cartesian.png"
     plot_bimanual(result, path)
     print(f"plot written to {path}")

@@ -177,11 +177,11 @@ def pushes(tt, truth):
 def contact_main(args, out, domain):
     from dyn_control import load_chain
 
-    from .bag import run_folder
+    from .bag import run_folder, summary
 
     out = pathlib.Path(out)
     names = load_chain(processes.arm_files(args.arm)[0]).joint_names
-    bag = run_folder(out, pathlib.Path(args.arm).name.split(".")[0], "contact")
+    bag = run_folder(out, args.arm, "contact")
     r = contact_loop(args.arm, out, domain, bag=bag)
     try:
         _figures(r, names)
@@ -197,7 +197,7 @@ def contact_main(args, out, domain):
     print("simulator " + status_line(r["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print("trajectory_demo " + status_line(r["diagnostics"], "trajectory_demo", DEMO_LINE))
     print(f"exit codes after Ctrl-C: {r['exit_codes']}")
-    print(f"run recorded as a rosbag2 in {bag}/ ({sum(r['bag'].values())} messages)")
+    print(summary(bag, r["bag"]))
     path = out / "demo_contact.png"
     _plot(r, names, path)
     print(f"plot written to {path}")

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from . import processes
-from .bag import run_folder
+from .bag import run_folder, summary
 from .loop import cartesian_loop, closed_loop
 from .metrics import (CONTROLLER_LINE, DEMO_LINE, SIMULATOR_LINE, cartesian_figures,
                       status_line, tracking_figures)
@@ -37,7 +37,7 @@ def cartesian_main(args, out, domain):
     from .bimanual import arm_ee_links, bimanual_main
     if arm_ee_links(processes.arm_files(args.arm)[1]):  # a tree whose file names both hands
         return bimanual_main(args.arm, out, domain)
-    bag = run_folder(out, arm_name(args.arm), "cartesian")
+    bag = run_folder(out, args.arm, "cartesian")
     result = cartesian_loop(args.arm, out, domain, model_params=model_params(args), bag=bag)
     stiffness = CONTROLLER["cartesian_stiffness"].default
     force = CARTESIAN_DEMO["push_force"].default
@@ -55,21 +55,11 @@ def cartesian_main(args, out, domain):
                                          CONTROLLER_LINE))
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
-    print(bag_line(bag, result))
-    path = out / f"demo_{arm_name(args.arm)}_cartesian.png"
+    print(summary(bag, result["bag"]))
+    path = out / f"demo_{processes.arm_name(args.arm)}_cartesian.png"
     plot_cartesian(result, f, path)
     print(f"plot written to {path}")
     return 0 if all(c == 0 for c in result["exit_codes"].values()) else 1
-
-
-def arm_name(arm):
-    """default_arm, or a URDF path's file name without its extension."""
-    return pathlib.Path(arm).name.split(".")[0]
-
-
-def bag_line(bag, result):
-    return (f"run recorded as a rosbag2 in {bag}/ ({sum(result['bag'].values())} messages; "
-            f"ros2 bag info {bag})")
 
 
 def model_params(args):
@@ -140,7 +130,7 @@ def run_demo(args):
     if args.mode == "contact":
         from .contact import contact_main
         return contact_main(args, out, domain)
-    bag = run_folder(out, arm_name(args.arm), args.mode)
+    bag = run_folder(out, args.arm, args.mode)
     result = closed_loop(args.arm, args.duration, args.mode, out, domain,
                          model_params=model_params(args), bag=bag)
     rms, worst = tracking_figures(result)
@@ -155,8 +145,8 @@ def run_demo(args):
     print("simulator " + status_line(result["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print(f"exit codes after Ctrl-C: {result['exit_codes']}")
     print("trajectory_demo " + status_line(result["diagnostics"], "trajectory_demo", DEMO_LINE))
-    print(bag_line(bag, result))
-    path = out / f"demo_{arm_name(args.arm)}.png"
+    print(summary(bag, result["bag"]))
+    path = out / f"demo_{processes.arm_name(args.arm)}.png"
     plot(result, path)
     print(f"plot written to {path}")
     demo = result["diagnostics"].get("trajectory_demo", {})

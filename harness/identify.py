@@ -22,7 +22,7 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
     """-> (exit code of identify, its report dict or None, log folder)."""
     urdf, arm_configs = processes.arm_files(arm)
     truth_urdf = processes.arm_files(truth)[0] if truth else urdf
-    name = pathlib.Path(urdf).name.split(".")[0]
+    name = processes.arm_name(urdf)
     log_dir = pathlib.Path(log_dir or tempfile.mkdtemp(prefix="identify_"))
     env = processes.loop_env()
     if domain_id is not None:
@@ -88,7 +88,7 @@ def main(argv=None):
     if report is None:
         print(f"identify failed (exit code {code}); logs in {log_dir}")
         return code or 1
-    name = pathlib.Path(processes.arm_files(args.arm)[0]).name.split(".")[0]
+    name = processes.arm_name(processes.arm_files(args.arm)[0])
     print((pathlib.Path(args.out) / f"identify_{name}.md").read_text().split("| base")[0])
     print(f"wrote {args.out}/identified_{name}.urdf, identify_{name}.md, .json, .png and the "
           f"recordings {args.out}/identify_{name}_excitation and _validation")

@@ -28,12 +28,17 @@ def config(name) -> pathlib.Path:
     return share_dir() / "config" / f"{name}.yaml"
 
 
+def arm_name(arm):
+    """default_arm, or a URDF path's file name without its extensions."""
+    return pathlib.Path(arm).name.split(".")[0]
+
+
 def arm_files(arm):
     """(URDF path, per-arm params files) for an arm name in urdf/ or a URDF path."""
     path = pathlib.Path(arm)
     if not path.suffix:
         path = share_dir() / "urdf" / f"{arm}.urdf"
-    extra = config(path.name.split(".")[0])
+    extra = config(arm_name(path))
     return path, [extra] if extra.is_file() else []
 
 
