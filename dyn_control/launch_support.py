@@ -27,3 +27,19 @@ def robot_description(path, **mappings):
 def is_true(text):
     """A launch argument given as text -> bool."""
     return text.lower() == "true"
+
+
+def gui_nodes(description, sim_time, state_publisher=True):
+    """The `gui:=true` nodes, as launch_ros Node keyword arguments: robot_state_publisher (/tf
+    and /robot_description from the same URDF text the other nodes get; not when the launch
+    file starts one anyway) and rviz2 with share/dyn_control/rviz/dyn_control.rviz, its fixed
+    frame the URDF's root link, all on `sim_time`."""
+    from .urdf import parse
+    time = {"use_sim_time": sim_time}
+    nodes = [dict(package="robot_state_publisher", executable="robot_state_publisher",
+                  output="screen", parameters=[{"robot_description": description, **time}])]
+    nodes.append(dict(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                      arguments=["-d", share("rviz", "dyn_control.rviz"),
+                                 "-f", parse(description).get_root()],
+                      parameters=[time]))
+    return nodes if state_publisher else nodes[1:]

@@ -5,7 +5,7 @@ computed_torque_controller writing to /effort_controller/commands.
     ros2 launch dyn_control ros2_control.launch.py
         [description:=PATH.urdf.xacro] [hardware_plugin:=PLUGIN] [controllers:=YAML]
         [joint_commands_topic:=/robot_joint_commands] [joint_states_topic:=/robot_joint_states]
-        [use_sim_time:=false]
+        [use_sim_time:=false] [gui:=false]
 
 The default hardware is ros2_control's topic-based system
 (joint_state_topic_hardware_interface/JointStateTopicSystem), with our dynamics_simulator behind
@@ -18,11 +18,12 @@ without our simulator.
 For your own arm: give its xacro (with a <ros2_control> tag whose joints have an effort command
 interface and position, velocity and effort state interfaces) as `description`, list the same
 joints in the controllers YAML (effort_controller.joints), and choose the hardware plugin.
+gui:=true also starts RViz (rviz/dyn_control.rviz); off by default, as in sim.launch.py.
 """
 
 import os
 
-from dyn_control.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, is_true,
+from dyn_control.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, gui_nodes, is_true,
                                         robot_description, share)
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -64,6 +65,9 @@ def _nodes(context):
                                 "publish_clock": sim_time["use_sim_time"]}],
             remappings=[("/robot_joint_commands", topics["joint_commands_topic"]),
                         ("/robot_joint_states", topics["joint_states_topic"])]))
+    if is_true(value("gui")):  # robot_state_publisher runs already, above
+        nodes += [Node(**spec) for spec in gui_nodes(description, sim_time["use_sim_time"],
+                                                     state_publisher=False)]
     return nodes
 
 
@@ -80,5 +84,6 @@ def generate_launch_description():
         DeclareLaunchArgument("joint_states_topic", default_value="/robot_joint_states",
                               description="the topic-based plugin's state topic"),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
+        DeclareLaunchArgument("gui", default_value="false", description="start RViz"),
         OpaqueFunction(function=_nodes),
     ])

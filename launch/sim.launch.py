@@ -2,17 +2,19 @@
 
     ros2 launch dyn_control sim.launch.py [arm:=default_arm|two_link|dual_arm] [urdf_file:=PATH]
         [sim_urdf_file:=PATH] [arm_params:=YAML] [use_sim_time:=true] [controller_params:=YAML]
-        [demo:=true]
+        [demo:=true] [gui:=false]
 
 The URDF (or xacro) reaches every node as the robot_description parameter. sim_urdf_file gives
 the simulator another model of the same joints (a "real arm" the controller does not know, to
 try identification against); the other nodes keep the arm's. Parameter defaults
 come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
+gui:=true also starts robot_state_publisher and RViz (rviz/dyn_control.rviz: the arm, TF and
+the controller's ~/markers); off by default, as a headless machine has no display for it.
 """
 
 import os
 
-from dyn_control.launch_support import PACKAGE, is_true, robot_description, share
+from dyn_control.launch_support import PACKAGE, gui_nodes, is_true, robot_description, share
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
@@ -48,6 +50,8 @@ def _nodes(context):
                           output="screen",
                           parameters=[share("config", "demo.yaml"), *arm_params, model,
                                       {"use_sim_time": sim_time}]))
+    if is_true(LaunchConfiguration("gui").perform(context)):
+        nodes += [Node(**spec) for spec in gui_nodes(description, sim_time)]
     return nodes
 
 
@@ -70,6 +74,8 @@ def generate_launch_description():
                               description="YAML for the controller (default config/controller.yaml)"),
         DeclareLaunchArgument("demo", default_value="true",
                               description="start trajectory_demo"),
+        DeclareLaunchArgument("gui", default_value="false",
+                              description="start robot_state_publisher and RViz"),
         # Fast DDS over UDP loopback unless already chosen: its shared-memory transport can stall
         # delivery longer than the watchdogs allow (docs/failure_modes.md, "DDS transport")
         SetEnvironmentVariable("FASTDDS_BUILTIN_TRANSPORTS", EnvironmentVariable(

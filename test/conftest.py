@@ -37,6 +37,13 @@ BENT_POSE = (0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0)  # rad, the default arm away fr
 DEFAULT_JOINTS = tuple(f"joint{i}" for i in range(1, 8))  # the default arm's
 
 
+def rviz_displays():
+    """{display class: its settings} of the shipped rviz/dyn_control.rviz."""
+    import yaml
+    view = yaml.safe_load((PACKAGE_DIR / "rviz" / "dyn_control.rviz").read_text())
+    return {d["Class"]: d for d in view["Visualization Manager"]["Displays"]}
+
+
 PROCESS_PACKAGES = {"rclpy", "subprocess", "harness"}  # what a module imports to start them
 
 

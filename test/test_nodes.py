@@ -898,3 +898,64 @@ def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on
         np.testing.assert_allclose(node.core.last.desired[0], Q + 0.025, atol=1e-12)  # it moves
     finally:
         node.destroy_node()
+
+
+# ------------------------------------------------------------------ ~/markers (RViz)
+
+
+def test_markers_show_the_desired_hand_path_the_target_pose_and_a_push():
+    """~/markers: the desired path's points are the hand's forward kinematics along the
+    trajectory (ends: the held start and the goal, 1e-9 m); in cartesian_impedance the target
+    arrow sits at the target pose; an external wrench above PUSH_SHOWN_N is an arrow ending at
+    the hand, 1 cm per N; what no longer applies is deleted."""
+    from visualization_msgs.msg import Marker
+    from dyn_control import kinematics
+    from dyn_control.nodes.markers import METRES_PER_NEWTON
+    node, *_ = make_controller()
+    markers = Captured(node.markers.pub)
+    try:
+        # the topic the shipped RViz view shows
+        from conftest import rviz_displays
+        shown = rviz_displays()["rviz_default_plugins/MarkerArray"]["Topic"]["Value"]
+        assert node.markers.pub.topic_name == shown
+        node.on_joint_state(state_msg(2.0, NAMES, Q))
+        node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.2]))
+        node.markers.publish()
+        by_ns = {m.ns: m for m in markers.messages[-1].markers}
+        path = by_ns["desired_path"]
+        assert path.type == Marker.LINE_STRIP and path.action == Marker.ADD
+        assert path.header.frame_id == "base_link"
+        ends = np.array([[p.x, p.y, p.z] for p in (path.points[0], path.points[-1])])
+        for q, end in zip((Q, Q + 0.2), ends):
+            np.testing.assert_allclose(end, kinematics.frame_pose(node.chain, q)[1], atol=1e-9)
+        assert by_ns["target"].action == by_ns["push"].action == Marker.DELETE  # joint mode, no observer
+        assert node.set_parameters([Parameter("mode", value="cartesian_impedance")])[0].successful
+        node.on_joint_state(state_msg(2.1, NAMES, Q))  # enters the mode: the target is here
+        R, p = kinematics.frame_pose(node.chain, Q)
+        node.targets.on_pose(pose_msg(R, p + [0.05, 0.0, 0.0]))
+        node.markers.publish()
+        target = {m.ns: m for m in markers.messages[-1].markers}["target"]
+        assert target.type == Marker.ARROW and target.action == Marker.ADD
+        np.testing.assert_allclose([target.pose.position.x, target.pose.position.y,
+                                    target.pose.position.z], p + [0.05, 0.0, 0.0], atol=1e-12)
+    finally:
+        node.destroy_node()
+    # no force levels: the marker computes the wrench from the residual (with them, the observe
+    # stage has computed it that tick)
+    node, *_ = make_controller(**{"external_torque.enabled": True, "collision.force_contact": 0.0,
+                                  "collision.force_collision": 0.0})
+    markers = Captured(node.markers.pub)
+    try:
+        node.on_joint_state(state_msg(2.0, NAMES, Q))
+        force = np.array([0.0, 10.0, -10.0])
+        # the residual of that force at the hand (r = J^T F: the observer's convention)
+        node.core.contact.observer.r[:] = kinematics.frame_jacobian(node.chain, Q)[:3].T @ force
+        node.markers.publish()
+        push = {m.ns: m for m in markers.messages[-1].markers}["push"]
+        assert push.type == Marker.ARROW and push.action == Marker.ADD
+        start, end = (np.array([q.x, q.y, q.z]) for q in push.points)
+        hand = kinematics.frame_pose(node.chain, Q)[1]
+        np.testing.assert_allclose(end, hand, atol=1e-9)
+        np.testing.assert_allclose(end - start, METRES_PER_NEWTON * force, atol=1e-6)
+    finally:
+        node.destroy_node()

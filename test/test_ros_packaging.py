@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import yaml
 
-from conftest import CONFIG_DIR, PACKAGE_DIR, URDF_DIR, require
+from conftest import CONFIG_DIR, PACKAGE_DIR, URDF_DIR, require, rviz_displays
 from dyn_control import inverse_dynamics, load_chain
 
 LAUNCH_DIR = PACKAGE_DIR / "launch"
@@ -47,7 +47,8 @@ def test_colcon_build_installs_executables_and_share_files(tmp_path):
                           ("config", ["controller.yaml", "simulator.yaml", "demo.yaml",
                                       "ros2_controllers.yaml"]),
                           ("urdf", ["default_arm.urdf", "two_link.urdf",
-                                    "default_arm.ros2_control.urdf.xacro"])):
+                                    "default_arm.ros2_control.urdf.xacro"]),
+                          ("rviz", ["dyn_control.rviz"])):
         for name in names:
             assert (share / folder / name).is_file(), f"{folder}/{name} not installed"
     assert (share / "package.xml").is_file()
@@ -69,6 +70,46 @@ def test_launch_files_define_launch_descriptions_from_the_shared_config():
     for argument in ("arm", "urdf_file", "arm_params", "use_sim_time", "controller_params", "demo"):
         assert f'DeclareLaunchArgument("{argument}"' in sim
     assert '"robot_description": description' in sim
+
+
+def test_gui_starts_robot_state_publisher_and_rviz_with_the_shipped_view_only_when_asked(
+        monkeypatch):
+    """gui (default false) in both launch files gates launch_support.gui_nodes: with it,
+    robot_state_publisher gets the same URDF text as our nodes and rviz2 the shipped .rviz
+    with the URDF's root as fixed frame, both on use_sim_time; ros2_control.launch.py, which
+    runs its own robot_state_publisher, adds rviz2 only. package.xml declares both."""
+    from dyn_control import launch_support
+    monkeypatch.setattr(launch_support, "share", lambda *parts: str(PACKAGE_DIR.joinpath(*parts)))
+    for name in ("sim.launch.py", "ros2_control.launch.py"):
+        text = (LAUNCH_DIR / name).read_text()
+        assert 'DeclareLaunchArgument("gui", default_value="false"' in text, name
+        assert 'is_true(LaunchConfiguration("gui")' in text or 'is_true(value("gui"))' in text
+        assert "gui_nodes(description" in text, name
+    description = (URDF_DIR / "two_link.urdf").read_text()
+    rsp, rviz = launch_support.gui_nodes(description, True)
+    assert (rsp["package"], rsp["executable"]) == ("robot_state_publisher",) * 2
+    assert rsp["parameters"] == [{"robot_description": description, "use_sim_time": True}]
+    assert (rviz["package"], rviz["executable"]) == ("rviz2", "rviz2")
+    config = pathlib.Path(rviz["arguments"][rviz["arguments"].index("-d") + 1])
+    assert config == PACKAGE_DIR / "rviz" / "dyn_control.rviz" and config.is_file()
+    assert rviz["arguments"][rviz["arguments"].index("-f") + 1] == "base_link"
+    assert rviz["parameters"] == [{"use_sim_time": True}]
+    assert launch_support.gui_nodes(description, False, state_publisher=False) == [
+        {**rviz, "parameters": [{"use_sim_time": False}]}]
+    package = (PACKAGE_DIR / "package.xml").read_text()
+    for dependency in ("robot_state_publisher", "rviz2", "visualization_msgs"):
+        assert f"<exec_depend>{dependency}</exec_depend>" in package
+
+
+def test_the_rviz_view_reads_the_description_as_robot_state_publisher_offers_it():
+    """RobotModel on /robot_description, transient local (robot_state_publisher latches it),
+    TF, and a MarkerArray (its topic: test_nodes checks it is the controller's ~/markers)."""
+    displays = rviz_displays()
+    topic = displays["rviz_default_plugins/RobotModel"]["Description Topic"]
+    assert topic["Value"] == "/robot_description"
+    assert topic["Durability Policy"] == "Transient Local"
+    assert "rviz_default_plugins/TF" in displays
+    assert displays["rviz_default_plugins/MarkerArray"]["Topic"]["Value"].endswith("/markers")
 
 
 def _xacro_text(**mappings):

@@ -8,7 +8,7 @@ order, for ros2_control's forward_command_controller with interface_name: effort
 (JointState: q_d, qd_d, tau), ~/error (JointState: e, ed) and ~/controller_state
 (control_msgs/msg/JointTrajectoryControllerState); with the external-torque observer,
 ~/external_joint_torques, ~/external_wrench_in_base_frame and ~/reset_collision
-(controller_topics.ContactTopics). The controller itself is
+(controller_topics.ContactTopics); ~/markers for RViz (markers.MarkerTopic). The controller itself is
 dyn_control.controller_core; this node declares its parameters (dyn_control.parameters.
 CONTROLLER), turns messages into calls and commands into messages.
 """
@@ -27,6 +27,7 @@ from . import messages, trajectory_action
 from .clock_check import ClockCheck
 from .controller_topics import CartesianTargets, CommandTopics, ContactTopics
 from .diagnostics import log_events, publish_diagnostics
+from .markers import MarkerTopic
 from .model_source import build_chain, configure_from_model
 from .params import (StartupError, declare_parameters, parameter_reader, reliability,
                      set_parameters_callback)
@@ -57,6 +58,7 @@ class ComputedTorqueController(Node):
                                  reliability(self))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
         self.targets = CartesianTargets(self, self.topics)
+        self.markers = MarkerTopic(self)
         set_parameters_callback(self, CONTROLLER, self._apply)
         publish_diagnostics(self, self.status)
 

@@ -129,8 +129,7 @@ class ContactTopics:
             return
         self.time = t
         self.torque_pub.publish(self.torque_msg.fill(t, -core.contact.observer.r))
-        contact = core.contact  # the observe stage computed them this tick when it checks forces
-        forces = contact.forces if contact.check_forces else contact.wrenches(core.state[1])
+        forces = core.contact.current_wrenches(core.state[1])
         messages.set_stamp(self.wrench_msg.header.stamp, t)
         w = self.wrench_msg.wrench
         for pub, F in zip(self.wrench_pubs, -forces):

@@ -131,6 +131,11 @@ class ContactMonitor:
         self._flag_singular()
         return self.forces
 
+    def current_wrenches(self, q):
+        """`wrenches` at q, or those the observe stage computed this tick when it checks forces
+        (the same residual: not computed twice)."""
+        return self.forces if self.check_forces else self.wrenches(q)
+
     def reset(self):
         """Clear the latch -> (done, message). Refused while a contact level is exceeded."""
         if not self.collision:
