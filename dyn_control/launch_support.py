@@ -43,3 +43,19 @@ def gui_nodes(description, sim_time, state_publisher=True):
                                  "-f", parse(description).get_root()],
                       parameters=[time]))
     return nodes if state_publisher else nodes[1:]
+
+
+def installed(specs):
+    """(the specs whose package is installed, ROS's own message for each that is not): launch
+    raises on a Node of a missing package and stops, leaving the nodes it had started running,
+    so a launch file starts the rest and says what it lacks instead. The message is
+    ament_index's, the one launch_ros would give."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    found, missing = [], []
+    for spec in specs:
+        try:
+            get_package_prefix(spec["package"])
+            found.append(spec)
+        except PackageNotFoundError as err:
+            missing.append(f"{spec['executable']} not started: {err.args[0]}")
+    return found, missing

@@ -23,10 +23,10 @@ gui:=true also starts RViz (rviz/dyn_control.rviz); off by default, as in sim.la
 
 import os
 
-from dyn_control.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, gui_nodes, is_true,
-                                        robot_description, share)
+from dyn_control.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, gui_nodes, installed,
+                                        is_true, robot_description, share)
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -66,8 +66,9 @@ def _nodes(context):
             remappings=[("/robot_joint_commands", topics["joint_commands_topic"]),
                         ("/robot_joint_states", topics["joint_states_topic"])]))
     if is_true(value("gui")):  # robot_state_publisher runs already, above
-        nodes += [Node(**spec) for spec in gui_nodes(description, sim_time["use_sim_time"],
-                                                     state_publisher=False)]
+        found, missing = installed(gui_nodes(description, sim_time["use_sim_time"],
+                                             state_publisher=False))
+        nodes += [Node(**spec) for spec in found] + [LogInfo(msg=line) for line in missing]
     return nodes
 
 

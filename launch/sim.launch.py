@@ -14,9 +14,11 @@ the controller's ~/markers); off by default, as a headless machine has no displa
 
 import os
 
-from dyn_control.launch_support import PACKAGE, gui_nodes, is_true, robot_description, share
+from dyn_control.launch_support import (PACKAGE, gui_nodes, installed, is_true, robot_description,
+                                        share)
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
+                            SetEnvironmentVariable)
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -51,7 +53,8 @@ def _nodes(context):
                           parameters=[share("config", "demo.yaml"), *arm_params, model,
                                       {"use_sim_time": sim_time}]))
     if is_true(LaunchConfiguration("gui").perform(context)):
-        nodes += [Node(**spec) for spec in gui_nodes(description, sim_time)]
+        found, missing = installed(gui_nodes(description, sim_time))
+        nodes += [Node(**spec) for spec in found] + [LogInfo(msg=line) for line in missing]
     return nodes
 
 

@@ -101,6 +101,24 @@ def test_gui_starts_robot_state_publisher_and_rviz_with_the_shipped_view_only_wh
         assert f"<exec_depend>{dependency}</exec_depend>" in package
 
 
+def test_a_gui_package_that_is_not_installed_is_named_in_ros_own_words(tmp_path, monkeypatch):
+    """launch_support.installed: with robot_state_publisher in the ament index and rviz2 not,
+    the first is started and the second named with ament_index's message (the one launch_ros
+    raises, which would stop the whole launch and leave its started nodes running)."""
+    from dyn_control import launch_support
+    index = tmp_path / "share" / "ament_index" / "resource_index" / "packages"
+    index.mkdir(parents=True)
+    (index / "robot_state_publisher").touch()
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
+    monkeypatch.setattr(launch_support, "share", lambda *parts: str(PACKAGE_DIR.joinpath(*parts)))
+    specs = launch_support.gui_nodes((URDF_DIR / "two_link.urdf").read_text(), True)
+    found, missing = launch_support.installed(specs)
+    assert [s["package"] for s in found] == ["robot_state_publisher"]
+    assert missing == [f"rviz2 not started: package 'rviz2' not found, searching: ['{tmp_path}']"]
+    for name in ("sim.launch.py", "ros2_control.launch.py"):
+        assert "installed(gui_nodes(" in (LAUNCH_DIR / name).read_text(), name
+
+
 def test_the_rviz_view_reads_the_description_as_robot_state_publisher_offers_it():
     """RobotModel on /robot_description, transient local (robot_state_publisher latches it),
     TF, and a MarkerArray (its topic: test_nodes checks it is the controller's ~/markers)."""
