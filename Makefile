@@ -1,6 +1,7 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
 #   make demo   closed-loop simulated arm (ARM=default_arm, two_link, dual_arm or a URDF path;
-#               MODE=cartesian or contact; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs)
+#               MODE=cartesian or contact; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs;
+#               VIEW=1: a live 3D view in the browser, http://localhost:VIEW_PORT (8080), until Ctrl-C)
 #   make test   the whole test suite (what CI runs)
 #   make test-fast  the tests that start no processes (the library and the cores), for iteration
 #   make soak   the 10-minute soak (make test runs a 1-minute one)
@@ -21,6 +22,8 @@ ARM ?= default_arm
 TRUTH ?=
 NOISE ?=
 MODE ?=
+VIEW ?=
+VIEW_PORT ?= 8080
 TIP ?=
 JOINTS ?=
 
@@ -35,8 +38,12 @@ $(VENV)/.runtime: requirements.txt setup.py
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.test: $(VENV)/.runtime requirements-test.txt requirements-identify.txt
+$(VENV)/.test: $(VENV)/.runtime requirements-test.txt requirements-identify.txt requirements-view.txt
 	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+$(VENV)/.view: $(VENV)/.runtime requirements-view.txt
+	$(PY) -m pip install -q -r requirements-view.txt
 	touch $@
 
 $(VENV)/.identify: $(VENV)/.runtime requirements-identify.txt
@@ -52,9 +59,9 @@ venv: $(VENV)/.runtime
 venv-test: $(VENV)/.test $(VENV)/.control_msgs
 
 # A ROS domain of its own (77 unless set), so the demo does not talk to another graph here.
-demo: $(VENV)/.runtime $(VENV)/.control_msgs
+demo: $(VENV)/.runtime $(VENV)/.control_msgs $(if $(VIEW),$(VENV)/.view)
 	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out $(if $(MODE),--mode $(MODE)) \
-	  $(if $(TIP),--tip $(TIP)) $(if $(JOINTS),--joints $(JOINTS))
+	  $(if $(TIP),--tip $(TIP)) $(if $(JOINTS),--joints $(JOINTS)) $(if $(VIEW),--view-port $(VIEW_PORT))
 
 test: $(VENV)/.test $(VENV)/.control_msgs
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test

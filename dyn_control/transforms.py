@@ -26,6 +26,7 @@ class JointTransforms:
 
     def __init__(self, source):
         robot = parse(read_urdf_text(source))
+        self.root = robot.get_root()
         self.joints = []  # (name, parent, child, R0, p0, axis, kind)
         for joint in robot.joints:
             R0, p0 = origin_pose(joint.origin)
@@ -52,3 +53,19 @@ class JointTransforms:
         return [(parent, child, *self._pose(R0, p0, axis, kind, positions[name]))
                 for name, parent, child, R0, p0, axis, kind in self.joints
                 if kind != "fixed" and name in positions]
+
+
+def link_poses(edges, root):
+    """{link: (R, p)} in the root link's frame, of every link the edges [(parent, child, R, p)]
+    reach from `root` (the root itself at the identity)."""
+    children = {}
+    for parent, child, R, p in edges:
+        children.setdefault(parent, []).append((child, R, p))
+    poses, todo = {root: (np.eye(3), np.zeros(3))}, [root]
+    while todo:
+        parent = todo.pop()
+        Rp, pp = poses[parent]
+        for child, R, p in children.get(parent, ()):
+            poses[child] = (Rp @ R, Rp @ p + pp)
+            todo.append(child)
+    return poses

@@ -20,6 +20,7 @@ import argparse
 import os
 import pathlib
 import sys
+import time
 
 import numpy as np
 
@@ -108,16 +109,56 @@ def main(argv=None):
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--mode", default=None, help="controller mode (default: config)")
     parser.add_argument("--out", default="out")
+    parser.add_argument("--view-port", type=int, default=None,
+                        help="serve the live 3D view on this port (make demo VIEW=1)")
     args = parser.parse_args(argv)
     problem = check_arm(args.arm, args.tip or None, args.joints or None)
     if problem:
         print(f"make demo: {args.arm}: {problem}", file=sys.stderr)
         return 2
+    view = None
+    if args.view_port is not None:
+        from .view import PortInUse, check_port
+        try:
+            check_port(args.view_port)
+        except PortInUse as err:
+            print(f"make demo VIEW=1: {err}", file=sys.stderr)
+            return 2
+        view = start_view(args)
     try:
-        return run_demo(args)
+        code = run_demo(args)
     except (RuntimeError, TimeoutError) as err:  # a node died, or the loop never started
         print(f"make demo: {str(err).splitlines()[0]} (logs in {args.out}/)", file=sys.stderr)
-        return 1
+        code = 1
+    if view is not None:
+        hold_view(view, args.view_port)
+    return code
+
+
+def start_view(args):
+    """harness.view in a process of its own, on the demo's ROS domain."""
+    urdf = processes.arm_files(args.arm)[0]
+    view = processes.NodeProcess(
+        "view", log_dir=args.out, argv=[sys.executable, "-m", "harness.view", "--urdf", str(urdf),
+                                        "--port", str(args.view_port)],
+        domain_id=int(os.environ.get("ROS_DOMAIN_ID", 77)))
+    print(f"3D view: open http://localhost:{args.view_port} (it shows the arm once the "
+          "simulator runs)", flush=True)
+    return view
+
+
+def hold_view(view, port):
+    """After the run the view keeps the last pose, until Ctrl-C."""
+    if view.running():
+        print(f"\nthe 3D view stays at http://localhost:{port}: Ctrl-C to end", flush=True)
+        try:
+            while view.running():
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+    code = view.stop()
+    if code not in (0, None):
+        print(f"the view exited with code {code}: {view.log().strip().splitlines()[-1:]}")
 
 
 def run_demo(args):

@@ -1,0 +1,158 @@
+"""make demo VIEW=1's scene (harness.view.ArmView on a viser server, in process, a free port):
+what the server holds. References: the chain's forward kinematics (frame_pose) for every link
+the chain moves, to 1e-6 m and rad (the scene's values are what the browser gets), and the
+markers the controller publishes (test_nodes checks those against forward kinematics)."""
+
+import socket
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import DEFAULT_ARM, require, robots_dir
+from dyn_control import load_chain
+from dyn_control.kinematics import frame_pose, quaternion_matrix
+
+require("viser")
+from harness.view import ARROW, DELETE, LINE_STRIP, ArmView, PortInUse  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def held(frame):
+    """(R, p) of a scene frame as the server holds it."""
+    w, x, y, z = frame.wxyz
+    return quaternion_matrix(x, y, z, w), np.array(frame.position, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def view():
+    v = ArmView(DEFAULT_ARM.read_text(), free_port())
+    yield v
+    v.close()
+
+
+def test_every_link_is_where_the_forward_kinematics_puts_it_and_moves_with_the_arm(view):
+    chain = load_chain(DEFAULT_ARM)
+    rng = np.random.default_rng(0)
+    before = None
+    for q in (np.zeros(chain.n), rng.uniform(-1.0, 1.0, chain.n)):
+        view.show_state(dict(zip(chain.joint_names, q)))
+        poses = {}
+        for links in chain.lumped_links:
+            for link in links:
+                R, p = held(view.frames[link])
+                R_fk, p_fk = frame_pose(chain, q, link)
+                np.testing.assert_allclose(p, p_fk, atol=1e-6)
+                np.testing.assert_allclose(R, R_fk, atol=1e-6)
+                poses[link] = p
+        if before is not None:  # the hand moved with the arm
+            assert np.linalg.norm(poses[chain.tip_link] - before[chain.tip_link]) > 0.05
+        before = poses
+
+
+def marker(ns, k, kind, points=(), action=0, pose=None):
+    point = lambda p: types.SimpleNamespace(x=p[0], y=p[1], z=p[2])  # noqa: E731
+    pose = pose or (np.zeros(3), (0.0, 0.0, 0.0, 1.0))
+    return types.SimpleNamespace(
+        ns=ns, id=k, type=kind, action=action, points=[point(p) for p in points],
+        pose=types.SimpleNamespace(position=point(pose[0]),
+                                   orientation=types.SimpleNamespace(**dict(zip("xyzw", pose[1])))))
+
+
+def test_markers_become_a_path_axes_and_an_arrow_and_go_when_deleted(view):
+    path = [(0.3, 0.0, 0.5), (0.35, 0.05, 0.5), (0.4, 0.1, 0.55)]
+    view.show_markers([marker("desired_path", 0, LINE_STRIP, path),
+                       marker("target", 0, ARROW, pose=((0.4, 0.1, 0.5), (0.0, 0.0, 0.0, 1.0))),
+                       marker("push", 0, ARROW, [(0.3, 0.0, 0.4), (0.4, 0.1, 0.5)])])
+    line = view.markers[("desired_path", 0)]
+    np.testing.assert_allclose(np.asarray(line.points)[:, 0], path[:-1], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(line.points)[:, 1], path[1:], atol=1e-6)
+    np.testing.assert_allclose(view.markers[("target", 0)].position, (0.4, 0.1, 0.5), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(view.markers[("push", 0)].points)[0],
+                               [(0.3, 0.0, 0.4), (0.4, 0.1, 0.5)], atol=1e-6)
+    view.show_markers([marker("push", 0, ARROW, action=DELETE)])
+    assert ("push", 0) not in view.markers and ("desired_path", 0) in view.markers
+
+
+def test_a_mesh_that_cannot_be_found_is_skipped_with_one_warning_and_a_busy_port_named():
+    """A URDF whose visuals are a box, a cylinder, a sphere and two meshes that are not there:
+    the three shapes are in the scene, the meshes skipped with one warning; a second view on
+    the same port is refused in one line naming it."""
+    text = DEFAULT_ARM.read_text().replace('<link name="link1">', '''<link name="link1">
+    <visual><geometry><box size="0.1 0.1 0.2"/></geometry></visual>
+    <visual><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.05" length="0.2"/></geometry></visual>
+    <visual><geometry><sphere radius="0.06"/></geometry></visual>
+    <visual><geometry><mesh filename="package://nowhere/meshes/link1.stl"/></geometry></visual>
+    <visual><geometry><mesh filename="meshes/nothere.dae"/></geometry></visual>''', 1)
+    port = free_port()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        v = ArmView(text, port)
+    try:
+        said = [str(w.message) for w in caught if "mesh" in str(w.message)]
+        assert len(said) == 1 and "skips 2 mesh file(s)" in said[0], said
+        assert v.missing == ["package://nowhere/meshes/link1.stl", "meshes/nothere.dae"]
+        with pytest.raises(PortInUse, match=f"port {port} on 127.0.0.1 is in use"):
+            ArmView(DEFAULT_ARM.read_text(), port)
+    finally:
+        v.close()
+
+
+def test_a_real_arms_meshes_load():
+    """example-robot-data's UR5: its 7 COLLADA visual meshes (package:// paths, found under
+    the package's folder above the URDF; pycollada reads them) are in the scene, none skipped,
+    no warning."""
+    path = robots_dir() / "ur_description" / "urdf" / "ur5_robot.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        v = ArmView(path.read_text(), free_port(), urdf_dir=path.parent)
+    try:
+        assert v.missing == []
+        assert path.read_text().count("<mesh filename=") >= 7
+    finally:
+        v.close()
+
+
+def test_the_view_node_shows_published_joint_states_and_markers(view):
+    """Over DDS (its own domain): a JointState on /joint_states moves the scene to the forward
+    kinematics of its positions, and a MarkerArray on the controller's ~/markers adds its path."""
+    import time
+
+    import rclpy
+    from geometry_msgs.msg import Point
+    from sensor_msgs.msg import JointState
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from harness.view import view_node
+    chain = load_chain(DEFAULT_ARM)
+    q = np.linspace(-0.5, 0.5, chain.n)
+    rclpy.init(domain_id=95)
+    node = view_node(view)
+    talker = rclpy.create_node("view_test_talker")
+    try:
+        states = talker.create_publisher(JointState, "/joint_states", 10)
+        markers = talker.create_publisher(MarkerArray, "/computed_torque_controller/markers", 10)
+        path = Marker(ns="desired_path", id=1, type=Marker.LINE_STRIP,
+                      points=[Point(x=0.1 * k, y=0.0, z=0.5) for k in range(3)])
+        deadline = time.monotonic() + 30.0
+        R_fk, p_fk = frame_pose(chain, q, chain.tip_link)
+        while time.monotonic() < deadline:
+            states.publish(JointState(name=chain.joint_names, position=q.tolist()))
+            markers.publish(MarkerArray(markers=[path]))
+            time.sleep(0.1)
+            R, p = held(view.frames[chain.tip_link])
+            if np.allclose(p, p_fk, atol=1e-6) and ("desired_path", 1) in view.markers:
+                break
+        np.testing.assert_allclose(p, p_fk, atol=1e-6)
+        np.testing.assert_allclose(R, R_fk, atol=1e-6)
+        assert ("desired_path", 1) in view.markers
+    finally:
+        talker.destroy_node()
+        node.close()
+        rclpy.try_shutdown()
