@@ -42,6 +42,8 @@ class PortInUse(ValueError):
 def check_port(port, host="127.0.0.1"):
     """PortInUse, one line naming the port, when something listens there already."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as a server binds (SO_REUSEADDR): a port a closed view left in TIME_WAIT is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError as err:
@@ -74,7 +76,14 @@ class ArmView:
                                              axes_length=0.08, axes_radius=0.005)
                        for link in links}
         self.missing = self._add_geometry(urdf_text, pathlib.Path(urdf_dir))
-        self.show_state({})
+        poses = self.show_state({})
+        # the first look: the whole arm, from the front and above, over a floor grid
+        reach = max(float(np.linalg.norm(p)) for _, p in poses.values()) or 1.0
+        camera = self.server.initial_camera
+        camera.look_at = (0.0, 0.0, 0.4 * reach)
+        camera.position = (1.6 * reach, -1.6 * reach, 1.2 * reach)
+        camera.up = (0.0, 0.0, 1.0)
+        scene.add_grid("/floor", width=2 * reach, height=2 * reach, cell_size=0.1)
 
     def _path(self, link):
         return link.replace("/", "_")
@@ -118,7 +127,7 @@ class ArmView:
         for _, parent, child, R0, p0, *_ in self.transforms.joints:  # sticks where no visual
             if parent not in drawn and np.linalg.norm(p0) > 1e-6:
                 scene.add_line_segments(f"/arm/{self._path(parent)}/to_{self._path(child)}",
-                                        np.array([[[0.0, 0.0, 0.0], p0]]), GREY, thickness=0.03)
+                                        np.array([[[0.0, 0.0, 0.0], p0]]), GREY, thickness=0.05)
         if missing:
             warnings.warn(f"the view skips {len(missing)} mesh file(s) it cannot load, first "
                           f"{missing[0]!r}", stacklevel=2)
@@ -228,12 +237,43 @@ def view_node(view, controller="/computed_torque_controller"):
     return ViewNode()
 
 
+def browser_check(urdf, out_dir, port=8095, browser="chromium-headless-shell"):
+    """The check by hand in a real headless browser (Debian's chromium-headless-shell renders
+    WebGL with SwiftShader): the arm at zero and at another pose, a screenshot of each in
+    out_dir; -> the share of pixels that differ between them (0: the view did not move)."""
+    import subprocess
+
+    import imageio.v3 as iio
+    from dyn_control import load_chain
+    chain = load_chain(urdf)
+    view = ArmView(read_urdf_text(urdf), port, urdf_dir=pathlib.Path(urdf).resolve().parent)
+    shots = []
+    try:
+        for k, q in enumerate((np.zeros(chain.n), np.linspace(1.0, -1.0, chain.n))):
+            view.show_state(dict(zip(chain.joint_names, q)))
+            shots.append(pathlib.Path(out_dir) / f"view_{k}.png")
+            subprocess.run([browser, "--no-sandbox", "--use-angle=swiftshader",
+                            "--enable-unsafe-swiftshader", "--window-size=800,600",
+                            "--virtual-time-budget=8000", f"--screenshot={shots[-1]}",
+                            view.url], capture_output=True, timeout=120, check=True)
+    finally:
+        view.close()
+    a, b = (iio.imread(path)[..., :3].astype(int) for path in shots)
+    return float(np.any(a != b, axis=-1).mean()), shots
+
+
 def main(argv=None):
     import rclpy
     parser = argparse.ArgumentParser(description="the live 3D view of make demo VIEW=1")
     parser.add_argument("--urdf", required=True)
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--browser-check", metavar="DIR", help="by hand: two poses, two "
+                        "screenshots in DIR from chromium-headless-shell, and how much differs")
     args, ros = parser.parse_known_args(argv)
+    if args.browser_check:
+        share, shots = browser_check(args.urdf, args.browser_check, args.port)
+        print(f"{', '.join(map(str, shots))}: {100 * share:.2f} % of the pixels differ")
+        return 0 if share > 0 else 1
     try:
         view = ArmView(read_urdf_text(args.urdf), args.port,
                        urdf_dir=pathlib.Path(args.urdf).resolve().parent)
