@@ -56,6 +56,7 @@ def _recorder(urdf_text=None):
                 with self.lock:
                     self.diagnostics.update(read_diagnostics(msg))
 
+            readers = {}
             for key, kind, topic, read in (
                     ("states", JointState, "/joint_states", lambda m: np.array(m.position)),
                     ("estimate", JointState, f"{CONTROLLER}/external_joint_torques",
@@ -63,14 +64,17 @@ def _recorder(urdf_text=None):
                     ("wrench", WrenchStamped, f"{CONTROLLER}/external_wrench_in_base_frame", wrench),
                     ("truth", JointState, f"{SIMULATOR}/applied_external_joint_torques",
                      lambda m: np.array(m.effort))):
-                self.create_subscription(kind, topic, keep(key, read), 5000)
+                if urdf_text is not None and topic == "/joint_states":
+                    readers[topic] = keep(key, read)  # read through the bag's subscription
+                else:
+                    self.create_subscription(kind, topic, keep(key, read), 5000)
             self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
             self.pusher = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
             self.reset = self.create_client(Trigger, f"{CONTROLLER}/reset_collision")
             self.tap = None
             if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
                 from .bag import BagTap
-                self.tap = BagTap(self, urdf_text)
+                self.tap = BagTap(self, urdf_text, readers)
             self.start()
 
         def now(self):
@@ -88,7 +92,7 @@ def _recorder(urdf_text=None):
             (f.x, f.y, f.z), (m.x, m.y, m.z) = w[:3], w[3:]
             self.pusher.publish(msg)
 
-        def call_reset(self, timeout=10.0):
+        def call_reset(self, timeout=30.0):  # a loaded recorder answered nothing within 10 s
             future = self.call_in_spin(lambda: self.reset.call_async(Trigger.Request()))
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
