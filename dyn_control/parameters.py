@@ -311,6 +311,9 @@ SIMULATOR = Table(
           "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False, low=0.0, high=0.1, open_low=True),
     Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",
           run_time=False, choices=INTEGRATORS),
+    Param("substeps", 1, "physics steps per `dt`, the effort held over them: a finer passive "
+          "step for a simulated real arm ([substeps](simulator.md#substeps))", run_time=False,
+          low=1),
     Param("publish_rate", 1000.0, "Hz of `/joint_states`", run_time=False, low=0.0,
           open_low=True),
     Param("publish_clock", False, "publish /clock for nodes with `use_sim_time`", run_time=False,

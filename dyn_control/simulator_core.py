@@ -30,7 +30,7 @@ def simulator_settings(chain, value, order=None):
                          "controller_manager runs on its own clock, with no lockstep")
     return dict(
         q0=default_initial_positions(chain) if q0 is None else q0, dt=dt,
-        integrator=value("integrator"), limits=joints.effort_limits(),
+        integrator=value("integrator"), substeps=value("substeps"), limits=joints.effort_limits(),
         publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
         synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
         command_timeout=value("command_timeout"),
@@ -47,7 +47,8 @@ class SimulatorCore(Events):
         super().__init__()
         self.chain = chain  # from the URDF; the simulation runs settings["model"] (payload)
         s = self.settings = settings
-        self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"])
+        self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"],
+                              s["substeps"])
         self.command = np.zeros(chain.n)
         self.braked = s["braked"]  # released by the first command
         self.command_seen = None  # when the last command came: sim time if synchronous
