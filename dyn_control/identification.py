@@ -151,6 +151,25 @@ def joint_noise(W, tau, n):
     return beta, np.tile(sigma, len(tau) // n)
 
 
+def huber_weights(rows, target, n, threshold=1.345, rounds=5):
+    """A weight in (0, 1] per row of the joint-weighted rows (m n, c) and target: Huber's, by
+    iteratively reweighted least squares. A row whose residual is more than `threshold` robust
+    standard deviations of its joint's (1.4826 x the median |residual|) counts as if it were
+    that far, so a few rows the model cannot explain do not pull the fit. Those are the rows
+    just after a joint breaks away from sticking: the filtered qdd and the sign of qd both miss
+    friction's jump there, by up to 1 N m for 40 ms on issue 31's truth, and one such row
+    moved the closed-loop error by 40 %. 1.345 keeps 95 % of least squares' efficiency on
+    Gaussian noise."""
+    weights = np.ones(len(target))
+    for _ in range(rounds):
+        beta = np.linalg.lstsq(rows * weights[:, None], target * weights, rcond=None)[0]
+        residual = np.abs(target - rows @ beta).reshape(-1, n)
+        scale = np.maximum(1.4826 * np.median(residual, axis=0), np.finfo(float).tiny)
+        weights = np.sqrt(np.minimum(1.0, threshold * scale / np.maximum(residual, 1e-300)))
+        weights = weights.ravel()
+    return weights
+
+
 def perturbed(chain, seed, tool_mass=1.0, tool_offset=0.08):
     """A physically consistent "real arm" made from a model, as issue 31's tests make it:
     each body's mass x U(0.7, 1.3), its centre of mass moved by up to 2 cm, its rotational
@@ -193,12 +212,20 @@ def _pseudo_inertia_svec(n_params):
                      for r, c in upper])
 
 
-def consistent_fit(W, tau, n, nominal, regularization=1e-8):
+def row_sigma(W, tau, n):
+    """Each row's standard deviation as consistent_fit weighs it (m n,): its joint's residual
+    (joint_noise), divided by the row's huber_weights."""
+    _, sigma = joint_noise(W, tau, n)
+    return sigma / huber_weights(W / sigma[:, None], tau / sigma, n)
+
+
+def consistent_fit(W, tau, n, nominal, regularization=1e-8, sigma=None):
     """pi (10 n + 3 n) of least residual on the full regressor rows W (m n, 13 n) and tau,
     subject to physical consistency: each body's 4 x 4 pseudo-inertia positive semidefinite
     (its mass, centre of mass and inertia a real body's, Wensing et al. 2017) and viscous and
-    Coulomb friction >= 0. Rows are weighted as `fit` weighs them (each joint by the standard
-    deviation of its plain least-squares residual). The full pi is not identifiable: a small
+    Coulomb friction >= 0. Row r is divided by sigma[r] (default row_sigma: as `fit` weighs
+    them, each joint by the standard deviation of its plain least-squares residual, then by
+    huber_weights). The full pi is not identifiable: a small
     pull towards `nominal` (regularization times the mean diagonal of W^T W) picks the
     physical solution nearest the model in the directions the data cannot see.
 
@@ -207,7 +234,7 @@ def consistent_fit(W, tau, n, nominal, regularization=1e-8):
     import clarabel
     from scipy import sparse
 
-    _, sigma = joint_noise(W, tau, n)
+    sigma = row_sigma(W, tau, n) if sigma is None else sigma
     rows, target = W / sigma[:, None], tau / sigma
     count = W.shape[1]
     gram = rows.T @ rows

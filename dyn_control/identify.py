@@ -14,23 +14,24 @@ import sys
 import numpy as np
 
 from .identification import (BaseParameters, consistent_fit, fit, identified_urdf, parameters,
-                             regressor)
-from .signals import check_recording, prepare
+                             regressor, row_sigma)
+from .signals import check_recording, position_cutoff, prepare
 
 
 class RecordingError(ValueError):
     """A recording identification refuses (one line: what and the value)."""
 
 
-def samples(chain, recording, effort_delay=0.0):
+def samples(chain, recording, effort_delay=0.0, cutoff=None):
     """(stacked regressor rows W, the efforts) of a recording (t, q, qd, effort), checked and
-    prepared (signals; effort_delay, s: how long before its stamp the effort acted);
-    RecordingError when it is refused."""
+    prepared (signals; effort_delay, s: how long before its stamp the effort acted; cutoff,
+    Hz: the q filter's, None for signals.position_cutoff's); RecordingError when it is
+    refused."""
     t, q, qd, effort = recording
     problem = check_recording(t, q, qd, effort, chain.effort_limits, chain.joint_names)
     if problem:
         raise RecordingError(problem)
-    q, qd, qdd, tau = prepare(t, q, effort, effort_delay=effort_delay)
+    q, qd, qdd, tau = prepare(t, q, effort, cutoff, effort_delay=effort_delay)
     if len(q) < 10 * chain.n:
         raise RecordingError(f"recording refused: {len(q)} samples left after filtering and "
                              f"dropping the slow ones (at least {10 * chain.n})")
@@ -42,14 +43,21 @@ def identify(chain, source, excitation, validation=None, effort_delay=0.0):
     effort), the chain loaded from `source`; the validation recording, if any, is predicted
     by the identified and by the nominal model. effort_delay: signals.prepare's."""
     W, tau = samples(chain, excitation, effort_delay)
+    # the validation run is filtered as the excitation was, at the cutoff its noise allowed
+    cutoff = position_cutoff(*excitation[:2])
     base = BaseParameters(chain)
     plain = fit(base.columns(W), tau, chain.n)
-    pi = consistent_fit(W, tau, chain.n, parameters(chain))
-    residual = float(np.linalg.norm(tau - W @ pi)
-                     / np.linalg.norm(tau - base.columns(W) @ plain.beta))
+    sigma = row_sigma(W, tau, chain.n)
+    pi = consistent_fit(W, tau, chain.n, parameters(chain), sigma=sigma)
+    # what physical consistency costs: the residual in the weights the fit minimizes, against
+    # the unconstrained fit's in the same weights
+    rows, target = W / sigma[:, None], tau / sigma
+    unconstrained = np.linalg.lstsq(rows, target, rcond=None)[0]
+    residual = float(np.linalg.norm(target - rows @ pi)
+                     / np.linalg.norm(target - rows @ unconstrained))
     report = {
         "joints": chain.joint_names, "samples": len(tau) // chain.n,
-        "effort_delay_s": effort_delay,
+        "effort_delay_s": effort_delay, "position_cutoff_hz": cutoff,
         "base_parameters": len(base.independent),
         "base": [{"combination": name, "value": float(b), "relative_std": float(s),
                   "consistent": float(c)}
@@ -58,7 +66,7 @@ def identify(chain, source, excitation, validation=None, effort_delay=0.0):
         "residual_consistent_over_plain": residual,
         "parameters": pi.tolist(), "nominal": parameters(chain).tolist()}
     if validation is not None:
-        Wv, tau_v = samples(chain, validation, effort_delay)
+        Wv, tau_v = samples(chain, validation, effort_delay, cutoff)
         measured = tau_v.reshape(-1, chain.n)
         rms = np.sqrt((measured ** 2).mean(axis=0))
         for key, params in (("identified", pi), ("nominal", parameters(chain))):
@@ -91,8 +99,11 @@ def write_outputs(out_dir, name, urdf_text, report):
 def markdown(report):
     lines = [f"# Identification: {report['samples']} samples, {report['base_parameters']} base "
              f"parameters", "",
-             f"Residual of the physically consistent fit over the plain one: "
-             f"{report['residual_consistent_over_plain']:.4f}", ""]
+             f"Residual of the physically consistent fit over the unconstrained one (in the "
+             f"fit's weights): "
+             f"{report['residual_consistent_over_plain']:.4f}", "",
+             f"Position filter: {report['position_cutoff_hz']:g} Hz, the highest the recording's "
+             f"position noise allows", ""]
     if "validation_rms_nm" in report:
         lines += ["| joint | validation RMS torque (N·m) | error, identified | error, nominal |",
                   "|---|---|---|---|"]
