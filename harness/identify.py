@@ -13,6 +13,7 @@ import tempfile
 import time
 
 from dyn_control.parameters import SIMULATOR
+from dyn_control.simulation import REAL_ARM_SUBSTEPS
 
 from . import processes
 
@@ -39,8 +40,8 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
             {**common, "external_torque.enabled": False}, log_dir=log_dir, env=env))
         nodes.append(processes.NodeProcess(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs],
-            {"urdf_file": str(truth_urdf), **(simulator_params or {})}, log_dir=log_dir,
-            env=env))
+            {"urdf_file": str(truth_urdf), "substeps": REAL_ARM_SUBSTEPS,
+             **(simulator_params or {})}, log_dir=log_dir, env=env))
         # the simulator's effort is the torque held over the step before each state
         step = (simulator_params or {}).get("dt", SIMULATOR["dt"].default)
         identify = processes.NodeProcess(

@@ -314,6 +314,48 @@ def test_identification_through_the_signal_chain_with_noise(default_setup, seed)
     assert np.all(error[:proximal] <= 0.03) and np.all(error[proximal:] <= 0.05)
 
 
+def test_the_position_filter_follows_the_recordings_noise(default_setup):
+    """signals.position_noise reads a known white noise's sigma from the third differences of
+    the excitation (within 5 %: the MAD of 20k samples a joint varies by about 1 %), and
+    position_cutoff picks the highest cutoff whose noise in qdd stays under 2 % of the
+    motion's RMS qdd: 20 Hz without noise, 10 Hz at issue 31's 1e-4 rad (15 Hz lets in 4 %),
+    the lowest, 5 Hz, at 1e-3 rad."""
+    require("scipy.signal")
+    from dyn_control.signals import position_cutoff, position_noise
+    _, _, trajectory, _, _ = default_setup
+    t = np.arange(0.0, 2 * trajectory.period, 1e-3)
+    q = trajectory(t)[0]
+    noise = np.random.default_rng(0).normal(size=q.shape)
+    np.testing.assert_allclose(position_noise(q + 1e-4 * noise), 1e-4, rtol=0.05)
+    assert position_noise(q).max() < 1e-8
+    assert [position_cutoff(t, q + sigma * noise) for sigma in (0.0, 1e-4, 1e-3)] == \
+        [20.0, 10.0, 5.0]
+
+
+def test_huber_weights_take_the_pull_of_a_few_bad_rows_away():
+    """Reference: a known parameter vector. 3 % of the rows of a 3-joint regression carry a
+    residual of 100 noise sigmas whose sign follows a column (as friction's jump, smeared by
+    the filter, follows the motion); plain least squares is pulled by far more than the noise
+    allows (over 20 standard errors; 189 seen), and with huber_weights the estimate is back
+    within 5 (3.9 seen). The bad rows' weights fall below 0.2, the median good row keeps 1."""
+    from dyn_control.identification import huber_weights
+    rng = np.random.default_rng(0)
+    n, samples, count = 3, 2000, 6
+    rows = rng.normal(size=(samples * n, count))
+    beta = rng.normal(size=count)
+    target = rows @ beta + 1e-3 * rng.normal(size=samples * n)
+    bad = rng.choice(samples * n, size=samples * n * 3 // 100, replace=False)
+    target[bad] += 0.1 * np.sign(rows[bad, 0])  # correlated with a column: a bias
+    standard_error = 1e-3 / np.sqrt(samples * n)
+    plain = np.linalg.lstsq(rows, target, rcond=None)[0]
+    weights = huber_weights(rows, target, n)
+    robust = np.linalg.lstsq(rows * weights[:, None], target * weights, rcond=None)[0]
+    assert np.abs(plain - beta).max() > 20 * standard_error
+    assert np.abs(robust - beta).max() < 5 * standard_error, np.abs(robust - beta).max()
+    good = np.setdiff1d(np.arange(samples * n), bad)
+    assert weights[bad].max() < 0.2 and np.median(weights[good]) == 1.0
+
+
 def test_states_the_recorder_missed_split_the_recording_and_bias_nothing(default_setup):
     """A recording with 40 gaps of 5 to 60 ms (states a starved recorder lost; 62 ms seen over
     DDS under load): signals.prepare takes each stretch alone, and the base parameters from
@@ -403,18 +445,18 @@ def test_identify_from_bags_writes_a_urdf_that_predicts_the_validation_run(defau
 def track(model, truth, trajectory, periods=1, start_seconds=0.5):
     """The in-process loop, synchronous at 1 kHz: a ControllerCore knowing `model` (computed
     torque, default gains, integral off, observer off: the model is wrong on purpose) drives a
-    Simulation of `truth` along `periods` of the trajectory, sent as one goal of 50 Hz
-    waypoints. -> (t, q, qd, the applied effort, each (m, n), from the goal's start; the
-    tracking error (m, n))."""
+    Simulation of `truth` (a simulated real arm: REAL_ARM_SUBSTEPS) along `periods` of the
+    trajectory, sent as one goal of 50 Hz waypoints. -> (t, q, qd, the applied effort, each
+    (m, n), from the goal's start; the tracking error (m, n))."""
     from dyn_control.controller_core import ControllerCore
     from dyn_control.goals import Request
     from dyn_control.parameters import CONTROLLER
-    from dyn_control.simulation import Simulation
+    from dyn_control.simulation import REAL_ARM_SUBSTEPS, Simulation
     from dyn_control.stages.settings import controller_settings
     values = {"external_torque.enabled": False, "ki": 0.0}
     core = ControllerCore(controller_settings(
         model, lambda name: values[name] if name in values else CONTROLLER[name].default))
-    sim = Simulation(truth, trajectory.start)
+    sim = Simulation(truth, trajectory.start, substeps=REAL_ARM_SUBSTEPS)
     duration = periods * trajectory.period
     times = np.arange(0.0, duration + 1e-9, 0.02)
     q, qd, qdd = trajectory(times)
@@ -442,16 +484,16 @@ def track(model, truth, trajectory, periods=1, start_seconds=0.5):
 SIM_EFFORT_DELAY = 0.0005
 
 
-def closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=None):
-    """Issue 31's closed loop, in process: the nominal controller drives the truth through the
-    excitation and the validation runs; identify() fits their recordings (applied effort,
-    measured q; with noise_seed, issue 31's noise added to both: sigma_q = 1e-4 rad, effort 1 %
-    of each joint's RMS); then on the held-out trajectory, computed torque with integral off
-    given the nominal, the identified and the true URDF. -> the RMS tracking error of each
-    (worst joint's RMS, rad)."""
+def closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=None, periods=2):
+    """Issue 31's closed loop, in process: the nominal controller drives the truth through
+    `periods` of the excitation and one of the validation run; identify() fits their
+    recordings (applied effort, measured q; with noise_seed, issue 31's noise added to both:
+    sigma_q = 1e-4 rad, effort 1 % of each joint's RMS); then on the held-out trajectory,
+    computed torque with integral off given the nominal, the identified and the true URDF.
+    -> the RMS tracking error of each (worst joint's RMS, rad)."""
     runs = []
-    for traj in (trajectory, held_out):
-        t, q, qd, effort, _ = track(chain, truth, traj, periods=2)
+    for traj, count in ((trajectory, periods), (held_out, 1)):
+        t, q, qd, effort, _ = track(chain, truth, traj, periods=count)
         if noise_seed is not None:
             rng = np.random.default_rng(noise_seed)
             rms = np.sqrt((effort ** 2).mean(axis=0))
@@ -473,35 +515,31 @@ def without_friction(truth):
     return replace(truth, joints=[replace(j, damping=0.0, friction=0.0) for j in truth.joints])
 
 
-def test_closed_loop_tracks_ten_times_better_with_the_identified_urdf(default_setup):
-    """Issue 31's truth (seed 0, with its friction): the identified URDF tracks at least 10x
-    better than the nominal one (115x seen). Issue 31 also asks for it to be within 1.5x of the
-    controller given the true URDF: not met against this simulator (8.4x), whose passive step
-    is first order (docs/identification.md), so here the truth is only checked to be the best."""
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_closed_loop_within_1_5x_of_the_true_urdf(default_setup, seed):
+    """Issue 31's truth, with its damping and Coulomb friction, simulated as a real arm
+    (REAL_ARM_SUBSTEPS), and 20 s of excitation: the identified URDF tracks the held-out
+    trajectory within 1.5x of the controller given the true URDF (1.08x, 1.30x, 1.28x seen)
+    and at least 10x better than the nominal one (645x to 1218x seen)."""
     require("clarabel")
     chain, _, trajectory, _, held_out = default_setup
-    rms = closed_loop_figures(chain, perturbed(chain, 0), trajectory, held_out)
+    rms = closed_loop_figures(chain, perturbed(chain, seed), trajectory, held_out)
+    assert rms["identified"] <= 1.5 * rms["truth"], rms
     assert rms["nominal"] >= 10 * rms["identified"], rms
-    assert rms["truth"] < rms["identified"], rms
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_closed_loop_within_1_5x_of_the_true_urdf_on_a_truth_without_friction(default_setup,
-                                                                             seed):
-    """Issue 31's truth with its inertials and tool but no damping or friction, where the
-    simulator's step is RK4 alone: the identified URDF tracks within 1.5x of the true one
-    (1.02 to 1.06x seen) and at least 10x better than the nominal one. With issue 31's noise
-    on the recordings, at least 5x better than the nominal one (454x to 943x seen; issue 31's
-    2x of the truth: 1.54x to 2.07x seen, not asserted)."""
+def test_closed_loop_with_noise_within_2x_of_the_true_urdf(default_setup, seed):
+    """The same with issue 31's noise on both recordings (sigma_q = 1e-4 rad, effort 1 % of
+    each joint's RMS) and 60 s of excitation, the benchmark's length: within 2x of the truth
+    (1.88x, 1.51x, 1.76x seen; 20 s gave 2.1x to 2.8x: the effort noise averages out over
+    time) and at least 5x better than the nominal URDF."""
     require("clarabel")
     chain, _, trajectory, _, held_out = default_setup
-    truth = without_friction(perturbed(chain, seed))
-    rms = closed_loop_figures(chain, truth, trajectory, held_out)
-    assert rms["identified"] <= 1.5 * rms["truth"], rms
-    assert rms["nominal"] >= 10 * rms["identified"], rms
-    if seed == 0:
-        noisy = closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=seed)
-        assert noisy["nominal"] >= 5 * noisy["identified"], noisy
+    rms = closed_loop_figures(chain, perturbed(chain, seed), trajectory, held_out,
+                              noise_seed=seed, periods=6)
+    assert rms["identified"] <= 2.0 * rms["truth"], rms
+    assert rms["nominal"] >= 5 * rms["identified"], rms
 
 
 def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_setup):
