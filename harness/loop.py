@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 
+from dyn_control.simulation import REAL_ARM_SUBSTEPS
+
 from . import processes
 
 
@@ -24,7 +26,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     simulator_remaps: topic remappings of the simulator; helpers: (name, argv) of extra
     processes started after the simulator (fault injectors, load); demo_params: parameters of
     trajectory_demo; model_params: every node's (tip_link, joints). sim_urdf: the simulator's
-    own URDF of the same joints (a truth the controller does not know; default: the arm's).
+    own URDF of the same joints (a truth the controller does not know, simulated as a real arm:
+    REAL_ARM_SUBSTEPS; default: the arm's).
     bag: a new folder to write the run to as a rosbag2 (harness.bag).
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
@@ -37,8 +40,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
 
     urdf, arm_configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf), **(model_params or {})}
-    sim_params = {**common, **({"urdf_file": str(sim_urdf)} if sim_urdf else {}),
-                  **(simulator_params or {})}
+    real_arm = {"urdf_file": str(sim_urdf), "substeps": REAL_ARM_SUBSTEPS} if sim_urdf else {}
+    sim_params = {**common, **real_arm, **(simulator_params or {})}
     ctl_params = {**common, "use_sim_time": True, **(controller_params or {})}
     if mode:
         ctl_params["mode"] = mode

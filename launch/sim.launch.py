@@ -6,7 +6,8 @@
 
 The URDF (or xacro) reaches every node as the robot_description parameter. sim_urdf_file gives
 the simulator another model of the same joints (a "real arm" the controller does not know, to
-try identification against); the other nodes keep the arm's. Parameter defaults
+try identification against), simulated as a real arm: REAL_ARM_SUBSTEPS physics steps per dt.
+The other nodes keep the arm's. Parameter defaults
 come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
 gui:=true also starts robot_state_publisher and RViz (rviz/dyn_control.rviz: the arm, TF and
 the controller's ~/markers); off by default, as a headless machine has no display for it.
@@ -37,7 +38,11 @@ def _nodes(context):
                          or share("config", "controller.yaml"))
     model = {"robot_description": description}
     sim_urdf_file = LaunchConfiguration("sim_urdf_file").perform(context)
-    sim_model = {"robot_description": robot_description(sim_urdf_file)} if sim_urdf_file else model
+    sim_model = model
+    if sim_urdf_file:
+        from dyn_control.simulation import REAL_ARM_SUBSTEPS  # numba's import: only here
+        sim_model = {"robot_description": robot_description(sim_urdf_file),
+                     "substeps": REAL_ARM_SUBSTEPS}
     nodes = [
         Node(package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
              output="screen",

@@ -9,7 +9,6 @@ from conftest import DEFAULT_ARM, require
 from dyn_control import load_chain
 from dyn_control.excitation import optimize
 from dyn_control.identification import BaseParameters, identified_urdf, parameters, perturbed
-from dyn_control.simulation import REAL_ARM_SUBSTEPS
 from test_identification import START, track
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
@@ -25,15 +24,15 @@ def test_identify_on_a_simulated_real_arm(tmp_path):
     to 0.25 % against 23 to 58 % seen: the simulator's effort read half a step late, as it
     is held over the step before each state, and the stretches between states the recorder
     missed taken alone); the consistent fit's residual, in the fit's weights, is within 1.1x
-    the unconstrained fit's (1.005x seen). Then issue 31's closed-loop figure for the URDF identify wrote: on the
-    held-out trajectory, in the synchronous in-process loop (which reproduces the DDS loop to
-    4 digits: 2.3252e-4 against 2.3249e-4 rad on the demo trajectory), within 1.5x of the
-    true URDF (1.07x seen). Over DDS, the demo trajectory on the truth (simulated as a real
-    arm, REAL_ARM_SUBSTEPS), computed torque with integral off: at least 10x better given the
-    identified URDF than given the nominal one (440x seen: 2.4e-4 against 0.104 rad, the worst
-    joint's RMS), and the true URDF better still (1.1e-4 rad; docs/identification.md says why
-    the demo's 2.1x is not the held-out 1.07x). The runs are synchronous in simulated time:
-    the figures do not depend on the load."""
+    the unconstrained fit's (1.005x seen). Then issue 31's closed-loop figure for the URDF
+    identify wrote: on the held-out trajectory, in the synchronous in-process loop (which
+    reproduces the DDS loop to 4 digits: 2.3252e-4 against 2.3249e-4 rad on the demo
+    trajectory), within 1.5x of the true URDF (1.07x seen). Over DDS, the demo trajectory on the truth (simulated as a real
+    arm: harness.loop gives sim_urdf REAL_ARM_SUBSTEPS), computed torque with integral off:
+    at least 10x better given the identified URDF than given the nominal one (440x seen:
+    2.4e-4 against 0.104 rad, the worst joint's RMS), and the true URDF better still (1.1e-4
+    rad; docs/identification.md says why the demo's 2.1x is not the held-out 1.07x). The runs
+    are synchronous in simulated time: the figures do not depend on the load."""
     require("clarabel")
     require("rosbags")
     from dyn_control.recording import read_states
@@ -71,8 +70,7 @@ def test_identify_on_a_simulated_real_arm(tmp_path):
                       ("truth", truth)):
         # the nominal model reads its own error as a push: the observer is off, as in identify
         result = closed_loop(str(urdf), 10.0, None, tmp_path / key, 86, sim_urdf=str(truth),
-                             controller_params={"ki": 0.0, "external_torque.enabled": False},
-                             simulator_params={"substeps": REAL_ARM_SUBSTEPS})
+                             controller_params={"ki": 0.0, "external_torque.enabled": False})
         assert set(result["exit_codes"].values()) == {0}, result["exit_codes"]
         rms[key] = np.sqrt((result["error"] ** 2).mean(axis=0)).max()
     print(f"closed loop over DDS, worst joint's RMS: {rms}")
