@@ -27,7 +27,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     processes started after the simulator (fault injectors, load); demo_params: parameters of
     trajectory_demo; model_params: every node's (tip_link, joints). sim_urdf: the simulator's
     own URDF of the same joints (a truth the controller does not know, simulated as a real arm:
-    REAL_ARM_SUBSTEPS; default: the arm's).
+    REAL_ARM_SUBSTEPS; the controller's external torques off, unless controller_params say
+    otherwise; default: the arm's).
     bag: a new folder to write the run to as a rosbag2 (harness.bag).
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
@@ -42,7 +43,9 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     common = {"urdf_file": str(urdf), **(model_params or {})}
     real_arm = {"urdf_file": str(sim_urdf), "substeps": REAL_ARM_SUBSTEPS} if sim_urdf else {}
     sim_params = {**common, **real_arm, **(simulator_params or {})}
-    ctl_params = {**common, "use_sim_time": True, **(controller_params or {})}
+    # a controller whose model is wrong by design would read the error as a push (sim.launch.py)
+    wrong_model = {"external_torque.enabled": False} if sim_urdf else {}
+    ctl_params = {**common, "use_sim_time": True, **wrong_model, **(controller_params or {})}
     if mode:
         ctl_params["mode"] = mode
     demo_params = {**common, "use_sim_time": True, "duration": float(duration),

@@ -7,7 +7,8 @@
 The URDF (or xacro) reaches every node as the robot_description parameter. sim_urdf_file gives
 the simulator another model of the same joints (a "real arm" the controller does not know, to
 try identification against), simulated as a real arm: REAL_ARM_SUBSTEPS physics steps per dt.
-The other nodes keep the arm's. Parameter defaults
+The other nodes keep the arm's, and the controller's external torques are off, as in
+make identify: its model is wrong by design. Parameter defaults
 come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
 gui:=true also starts robot_state_publisher and RViz (rviz/dyn_control.rviz: the arm, TF and
 the controller's ~/markers); off by default, as a headless machine has no display for it.
@@ -38,11 +39,15 @@ def _nodes(context):
                          or share("config", "controller.yaml"))
     model = {"robot_description": description}
     sim_urdf_file = LaunchConfiguration("sim_urdf_file").perform(context)
-    sim_model = model
+    sim_model, wrong_model = model, []
     if sim_urdf_file:
         from dyn_control.simulation import REAL_ARM_SUBSTEPS  # numba's import: only here
         sim_model = {"robot_description": robot_description(sim_urdf_file),
                      "substeps": REAL_ARM_SUBSTEPS}
+        # the controller's model is wrong by design: its contact levels would read the error
+        # as a push and hold the arm, as make identify's controller would (controller_params
+        # comes after, so a YAML of yours can turn it back on)
+        wrong_model = [{"external_torque.enabled": False}]
     nodes = [
         Node(package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
              output="screen",
@@ -50,7 +55,8 @@ def _nodes(context):
                          {"publish_clock": sim_time}]),
         Node(package=PACKAGE, executable="computed_torque_controller",
              name="computed_torque_controller", output="screen",
-             parameters=[controller_params, *arm_params, model, {"use_sim_time": sim_time}]),
+             parameters=[*wrong_model, controller_params, *arm_params, model,
+                         {"use_sim_time": sim_time}]),
     ]
     if is_true(LaunchConfiguration("demo").perform(context)):
         nodes.append(Node(package=PACKAGE, executable="trajectory_demo", name="trajectory_demo",

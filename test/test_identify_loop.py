@@ -68,9 +68,9 @@ def test_identify_on_a_simulated_real_arm(tmp_path):
     rms = {}
     for key, urdf in (("nominal", DEFAULT_ARM), ("identified", out / "identified_default_arm.urdf"),
                       ("truth", truth)):
-        # the nominal model reads its own error as a push: the observer is off, as in identify
+        # with sim_urdf, the observer is off (the nominal model reads its error as a push)
         result = closed_loop(str(urdf), 10.0, None, tmp_path / key, 86, sim_urdf=str(truth),
-                             controller_params={"ki": 0.0, "external_torque.enabled": False})
+                             controller_params={"ki": 0.0})
         assert set(result["exit_codes"].values()) == {0}, result["exit_codes"]
         rms[key] = np.sqrt((result["error"] ** 2).mean(axis=0)).max()
     print(f"closed loop over DDS, worst joint's RMS: {rms}")
