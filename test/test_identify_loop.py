@@ -27,12 +27,13 @@ def test_identify_on_a_simulated_real_arm(tmp_path):
     the unconstrained fit's (1.005x seen). Then issue 31's closed-loop figure for the URDF
     identify wrote: on the held-out trajectory, in the synchronous in-process loop (which
     reproduces the DDS loop to 4 digits: 2.3252e-4 against 2.3249e-4 rad on the demo
-    trajectory), within 1.5x of the true URDF (1.07x seen). Over DDS, the demo trajectory on the truth (simulated as a real
-    arm: harness.loop gives sim_urdf REAL_ARM_SUBSTEPS), computed torque with integral off:
-    at least 10x better given the identified URDF than given the nominal one (440x seen:
-    2.4e-4 against 0.104 rad, the worst joint's RMS), and the true URDF better still (1.1e-4
-    rad; docs/identification.md says why the demo's 2.1x is not the held-out 1.07x). The runs
-    are synchronous in simulated time: the figures do not depend on the load."""
+    trajectory), within 1.5x of the true URDF (1.07x seen). Over DDS, the demo trajectory on
+    the truth (simulated as a real arm: harness.loop gives sim_urdf REAL_ARM_SUBSTEPS),
+    computed torque with integral off: at least 10x better given the identified URDF than
+    given the nominal one (440x seen: 2.4e-4 against 0.104 rad, the worst joint's RMS), and
+    the true URDF better still (1.1e-4 rad; docs/identification.md says why the demo's 2.1x
+    is not the held-out 1.07x). The runs are synchronous in simulated time: the figures do
+    not depend on the load."""
     require("clarabel")
     require("rosbags")
     from dyn_control.recording import read_states
