@@ -24,6 +24,16 @@ def robot_description(path, **mappings):
     return xacro.process_file(path, mappings=mappings).toxml()
 
 
+def real_arm_parameters():
+    """(the simulator's, the controller's) parameters when the simulator runs a URDF the
+    controller does not know, a "real arm" to identify against (sim_urdf_file:=, make
+    identify, the harness's sim_urdf): physics finer than the command period
+    (REAL_ARM_SUBSTEPS), and the controller's external torques off, since its model is wrong
+    by design and its contact levels would read the error as a push and hold the arm."""
+    from .simulation import REAL_ARM_SUBSTEPS  # numba's import: only when it is needed
+    return {"substeps": REAL_ARM_SUBSTEPS}, {"external_torque.enabled": False}
+
+
 def is_true(text):
     """A launch argument given as text -> bool."""
     return text.lower() == "true"

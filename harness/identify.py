@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from dyn_control.parameters import SIMULATOR
-from dyn_control.simulation import REAL_ARM_SUBSTEPS
+from dyn_control.launch_support import real_arm_parameters
 
 from . import processes
 
@@ -29,19 +29,19 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(domain_id)
     common = {"urdf_file": str(urdf), "use_sim_time": True}
+    # a 1 kg tool unknown to the controller is 10 N at the hand, and the excitation's
+    # accelerations add to it: its observer is off (real_arm_parameters)
+    real_arm, controller = real_arm_parameters()
     nodes = []
     code = None
     try:
-        # the controller's model is wrong by design here: its contact levels would read the
-        # model's error as a push (a 1 kg tool unknown to it is 10 N at the hand, and the
-        # excitation's accelerations add to it), so the observer is off for these runs
         nodes.append(processes.NodeProcess(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
-            {**common, "external_torque.enabled": False}, log_dir=log_dir, env=env))
+            {**common, **controller}, log_dir=log_dir, env=env))
         nodes.append(processes.NodeProcess(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs],
-            {"urdf_file": str(truth_urdf), "substeps": REAL_ARM_SUBSTEPS,
-             **(simulator_params or {})}, log_dir=log_dir, env=env))
+            {"urdf_file": str(truth_urdf), **real_arm, **(simulator_params or {})},
+            log_dir=log_dir, env=env))
         # the simulator's effort is the torque held over the step before each state
         step = (simulator_params or {}).get("dt", SIMULATOR["dt"].default)
         identify = processes.NodeProcess(

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from dyn_control.simulation import REAL_ARM_SUBSTEPS
+from dyn_control.launch_support import real_arm_parameters
 
 from . import processes
 
@@ -27,7 +27,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     processes started after the simulator (fault injectors, load); demo_params: parameters of
     trajectory_demo; model_params: every node's (tip_link, joints). sim_urdf: the simulator's
     own URDF of the same joints (a truth the controller does not know, simulated as a real arm:
-    REAL_ARM_SUBSTEPS; the controller's external torques off, unless controller_params say
+    launch_support.real_arm_parameters, unless simulator_params or controller_params say
     otherwise; default: the arm's).
     bag: a new folder to write the run to as a rosbag2 (harness.bag).
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
@@ -41,10 +41,10 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
 
     urdf, arm_configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf), **(model_params or {})}
-    real_arm = {"urdf_file": str(sim_urdf), "substeps": REAL_ARM_SUBSTEPS} if sim_urdf else {}
+    real_arm, wrong_model = real_arm_parameters() if sim_urdf else ({}, {})
+    if sim_urdf:
+        real_arm["urdf_file"] = str(sim_urdf)
     sim_params = {**common, **real_arm, **(simulator_params or {})}
-    # a controller whose model is wrong by design would read the error as a push (sim.launch.py)
-    wrong_model = {"external_torque.enabled": False} if sim_urdf else {}
     ctl_params = {**common, "use_sim_time": True, **wrong_model, **(controller_params or {})}
     if mode:
         ctl_params["mode"] = mode

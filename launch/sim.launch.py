@@ -16,8 +16,8 @@ the controller's ~/markers); off by default, as a headless machine has no displa
 
 import os
 
-from dyn_control.launch_support import (PACKAGE, gui_nodes, installed, is_true, robot_description,
-                                        share)
+from dyn_control.launch_support import (PACKAGE, gui_nodes, installed, is_true,
+                                        real_arm_parameters, robot_description, share)
 from launch import LaunchDescription
 from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
                             SetEnvironmentVariable)
@@ -41,13 +41,9 @@ def _nodes(context):
     sim_urdf_file = LaunchConfiguration("sim_urdf_file").perform(context)
     sim_model, wrong_model = model, []
     if sim_urdf_file:
-        from dyn_control.simulation import REAL_ARM_SUBSTEPS  # numba's import: only here
-        sim_model = {"robot_description": robot_description(sim_urdf_file),
-                     "substeps": REAL_ARM_SUBSTEPS}
-        # the controller's model is wrong by design: its contact levels would read the error
-        # as a push and hold the arm, as make identify's controller would (controller_params
-        # comes after, so a YAML of yours can turn it back on)
-        wrong_model = [{"external_torque.enabled": False}]
+        real_arm, controller = real_arm_parameters()
+        sim_model = {"robot_description": robot_description(sim_urdf_file), **real_arm}
+        wrong_model = [controller]  # before controller_params: a YAML of yours can undo it
     nodes = [
         Node(package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
              output="screen",

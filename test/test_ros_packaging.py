@@ -72,6 +72,23 @@ def test_launch_files_define_launch_descriptions_from_the_shared_config():
     assert '"robot_description": description' in sim
 
 
+def test_a_simulator_given_its_own_urdf_runs_a_real_arm_for_a_controller_without_contact():
+    """sim.launch.py's sim_urdf_file, the harness's sim_urdf and make identify take one set of
+    parameters: the simulator's substeps (REAL_ARM_SUBSTEPS) and the controller's external
+    torques off, each a parameter its node declares, with a value its check accepts."""
+    from dyn_control.launch_support import real_arm_parameters
+    from dyn_control.parameters import CONTROLLER, SIMULATOR
+    from dyn_control.simulation import REAL_ARM_SUBSTEPS
+    simulator, controller = real_arm_parameters()
+    assert simulator == {"substeps": REAL_ARM_SUBSTEPS} and REAL_ARM_SUBSTEPS > 1
+    assert controller == {"external_torque.enabled": False}
+    for table, values in ((SIMULATOR, simulator), (CONTROLLER, controller)):
+        assert all(table.find(name) is not None for name in values), values
+        table.check(values)
+    sim = (LAUNCH_DIR / "sim.launch.py").read_text()
+    assert "real_arm_parameters()" in sim and 'DeclareLaunchArgument("sim_urdf_file"' in sim
+
+
 def test_gui_starts_robot_state_publisher_and_rviz_with_the_shipped_view_only_when_asked(
         monkeypatch):
     """gui (default false) in both launch files gates launch_support.gui_nodes: with it,
