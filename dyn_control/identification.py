@@ -286,10 +286,9 @@ def identified_urdf(source, chain, pi):
     offsets have no place in a URDF and are left out. Everything else is kept as it was."""
     from xml.etree import ElementTree
 
-    from .urdf import read_urdf_text
-    robot = ElementTree.fromstring(read_urdf_text(source).encode("utf-8"))
-    links = {link.get("name"): link for link in robot.iter("link")}
-    joints = {joint.get("name"): joint for joint in robot.iter("joint")}
+    from .urdf import read_urdf_text, robot_element, top_level
+    robot = robot_element(read_urdf_text(source))
+    links, joints = top_level(robot, "link"), top_level(robot, "joint")
     n = chain.n
     for (m, c, inertia), names in zip(body_inertials(pi, n), chain.lumped_links):
         for name in names:

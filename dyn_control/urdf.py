@@ -80,16 +80,33 @@ def read_urdf_text(source) -> str:
 _KEEP = {"link": {"inertial"}, "joint": {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic"}}
 
 
-def dynamics_only(text: str) -> bytes:
-    """URDF XML -> the same robot with only links' <inertial> and joints' kinematic tags."""
+def robot_element(text: str):
+    """URDF XML -> its <robot> ElementTree element, with the comments kept, so that a file
+    written back from it keeps them. A URDF names links and joints only as <robot>'s children:
+    a <transmission>'s <joint> and a <gazebo> plugin's <link> carry the same names, so look
+    elements up with `top_level`, never with a recursive search."""
     from xml.etree import ElementTree
 
+    parser = ElementTree.XMLParser(target=ElementTree.TreeBuilder(insert_comments=True))
     try:
-        robot = ElementTree.fromstring(text.encode("utf-8"))
+        robot = ElementTree.fromstring(text.encode("utf-8"), parser=parser)
     except ElementTree.ParseError as err:
         raise URDFError(f"cannot parse URDF: {err}") from err
     if robot.tag != "robot":
         raise URDFError(f"cannot parse URDF: root element is <{robot.tag}>, not <robot>")
+    return robot
+
+
+def top_level(robot, tag) -> dict:
+    """{name: element} of the <robot>'s own `tag` children (link or joint)."""
+    return {element.get("name"): element for element in robot.findall(tag)}
+
+
+def dynamics_only(text: str) -> bytes:
+    """URDF XML -> the same robot with only links' <inertial> and joints' kinematic tags."""
+    from xml.etree import ElementTree
+
+    robot = robot_element(text)
     for attr in list(robot.attrib):
         if attr != "name":
             del robot.attrib[attr]

@@ -19,13 +19,12 @@ import socket
 import sys
 import time
 import warnings
-import xml.etree.ElementTree as ElementTree
 
 import numpy as np
 
 from dyn_control.kinematics import matrix_quaternion, quaternion_matrix
 from dyn_control.transforms import JointTransforms, link_poses
-from dyn_control.urdf import origin_pose, read_urdf_text
+from dyn_control.urdf import origin_pose, read_urdf_text, robot_element
 
 FRAME_RATE = 30.0  # Hz of wall time: what a browser shows smoothly
 GREY, BLUE, ORANGE, RED = (170, 170, 180), (50, 150, 255), (255, 150, 0), (255, 30, 30)
@@ -92,9 +91,9 @@ class ArmView:
         """Each link's visuals under its frame; -> the mesh files that could not be loaded
         (skipped, one warning for all of them)."""
         scene, missing = self.server.scene, []
-        robot = ElementTree.fromstring(urdf_text.encode() if isinstance(urdf_text, str) else urdf_text)
+        text = urdf_text.decode() if isinstance(urdf_text, bytes) else urdf_text
         drawn = set()
-        for link in robot.iter("link"):
+        for link in robot_element(text).findall("link"):
             name = link.get("name")
             for k, visual in enumerate(link.findall("visual")):
                 geometry = visual.find("geometry")
