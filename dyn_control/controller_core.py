@@ -38,7 +38,7 @@ from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
 from .control import ControlLaw
 from .cores import Events
 from .goals import PATH_TOLERANCE_VIOLATED, Request
-from .simulation import default_initial_positions
+from .simulation import default_initial_positions, gravity_overloads
 from .stages.contact import ContactMonitor
 from .stages.limits import OutputLimits
 from .stages.statistics import Statistics, report
@@ -74,6 +74,7 @@ class ControllerCore(Events):
         self.tick_time = None  # stamp of the last tick: the integral's step
         self.last = None  # the last Command sent (feedback and controller state read it)
         self.payload_since = None  # state time after which the newest payload took effect
+        self.overloads = []  # gravity_overloads at the first state
         self.configure(settings)
 
     def configure(self, settings):
@@ -155,6 +156,8 @@ class ControllerCore(Events):
             self.target.task = None
             self.output.time = state[0] - self.watchdog.period  # the rate limit counts from here
             self.contact.restart()
+        if self.state is None:
+            self._check_holding(state[1])
         self.state = state
         self.goals.start_pending(state)
         applied = self.output.command  # what the arm got since the last state
@@ -167,8 +170,18 @@ class ControllerCore(Events):
         self.stats.observed()
         return command
 
+    def _check_holding(self, q):
+        """At the first state: whether the effort limits can hold the arm there against
+        gravity. Where they cannot, the arm sags into its stops from the first command, and
+        the stop's torque reads as contact: say the cause first."""
+        self.overloads = gravity_overloads(self.model, q, self.limits)
+        for line in self.overloads:
+            self._say("warning", f"the start pose cannot be held: {line}")
+
     def _react(self, reason):
         # the goal ends PATH_TOLERANCE_VIOLATED, JTC's closest code: the path was not followed
+        if self.overloads:
+            reason += f" (the arm could not be held at its start: {self.overloads[0]})"
         reaction = self.settings.contact.reaction
         self._say("error", f"{reason}; reaction: {reaction}")
         if reaction != "none":

@@ -6,8 +6,10 @@ The table shows, per controlled joint in body order: its parent joint (the tree'
 unit axis (joint frame), the mass lumped into its body with the links that went into it, the
 body's centre of mass (body frame) and the limits.
 Joints lumped into a body at their zero position (a gripper's fingers below the arm's tip)
-are listed. Invalid inertia is listed as findings instead of stopping the load, and the exit
-code is then 1: the nodes refuse such a URDF. When no chain can be built, exit code 1 and one
+are listed. Invalid inertia and joints that move no mass are listed as findings instead of
+stopping the load, and the exit code is then 1: the nodes refuse such a URDF. Warnings (a
+damping stiff at the step, a zero pose the effort limits cannot hold against gravity) leave
+the exit code 0: the nodes run such an arm. When no chain can be built, exit code 1 and one
 line on stderr; when no single chain is chosen (two arms), the whole tree first, each branch's
 joints, to choose --tip or --joints from.
 """
@@ -19,7 +21,8 @@ import warnings
 import numpy as np
 
 from .model import AmbiguousTip, URDFError, load_chain
-from .simulation import DEFAULT_DT, default_initial_positions, stiff_joints
+from .simulation import (DEFAULT_DT, default_initial_positions, gravity_overloads,
+                         stiff_joints, zero_pose)
 
 
 def _num(x):
@@ -53,17 +56,25 @@ def format_chain(chain, dt=DEFAULT_DT) -> str:
     if damped:
         out += ["", "joint dynamics:"]
         out += [f"  {j.name}: damping {j.damping:g}, friction {j.friction:g}" for j in damped]
-    findings = list(chain.findings)
-    q = default_initial_positions(chain)
-    # (with invalid inertia the settling times mean nothing: a mass of -1 gave "-inf s")
-    for i, inertia, tau_c in [] if chain.findings else stiff_joints(chain, q, dt):
-        j = chain.joints[i]
-        findings.append(
-            f"joint '{j.name}': damping {j.damping:g} on an effective inertia of {inertia:.3g} "
-            f"settles in {tau_c:.3g} s, shorter than the step {dt:g} s (stiff: needs implicit "
-            "damping, as dynamics_simulator does, and no feedback of measured velocity)")
-    out += ["", "findings:" if findings else "findings: none"]
-    out += [f"  {f}" for f in findings]
+    warnings_ = []
+    if not chain.findings:  # (with invalid inertia the figures below mean nothing)
+        overloads = gravity_overloads(chain, zero_pose(chain))
+        warnings_ += overloads
+        if overloads:
+            warnings_.append("dynamics_simulator starts such an arm where it can be held: "
+                             f"{np.round(default_initial_positions(chain), 3).tolist()}")
+        for i, inertia, tau_c in stiff_joints(chain, default_initial_positions(chain), dt):
+            j = chain.joints[i]
+            warnings_.append(
+                f"joint '{j.name}': damping {j.damping:g} on an effective inertia of "
+                f"{inertia:.3g} settles in {tau_c:.3g} s, shorter than the step {dt:g} s (stiff: "
+                "needs implicit damping, as dynamics_simulator does, and no feedback of "
+                "measured velocity)")
+    out += ["", "findings:" if chain.findings else "findings: none"]
+    out += [f"  {f}" for f in chain.findings]
+    if warnings_:
+        out += ["", "warnings (the nodes run it):"]
+        out += [f"  {w}" for w in warnings_]
     return "\n".join(out)
 
 

@@ -277,6 +277,20 @@ def _joint_info(j):
     return info, axis
 
 
+def _massless_joints(movable, parent, masses, inertias, lumped):
+    """A problem line for each joint that moves nothing: its body and every body below it have
+    no mass and no inertia (links without <inertial>), so M has a zero row and no solver,
+    node or simulator can use the chain."""
+    n = len(movable)
+    carried = [masses[i] > 0.0 or np.abs(inertias[i]).max() > 0.0 for i in range(n)]
+    for i in range(n - 1, -1, -1):  # bodies are in topological order: children come later
+        if carried[i] and parent[i] >= 0:
+            carried[parent[i]] = True
+    return [f"joint '{movable[i].name}' moves no mass: its link '{lumped[i][0][0]}' and every "
+            "link below it have no <inertial> (the mass matrix would be singular)"
+            for i in range(n) if not carried[i]]
+
+
 def load_chain(source, root_link=None, tip_link=None, joints=None,
                gravity=(0.0, 0.0, -9.81), strict=True, tip_links=None) -> Chain:
     """Build a `Chain` from a URDF file path, a .xacro file or a URDF XML string.
@@ -327,6 +341,7 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         coms.append(c)
         inertias.append(inertia)
         lumped.append(links)
+    problems += _massless_joints(movable, parent, masses, inertias, lumped)
     problems = list(dict.fromkeys(problems))
     if problems and strict:
         raise URDFError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))

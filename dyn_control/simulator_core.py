@@ -15,7 +15,7 @@ import numpy as np
 
 from .cores import REPORT_EVERY, Events, JointSettings
 from .parameters import payload_model
-from .simulation import Simulation, default_initial_positions
+from .simulation import Simulation, default_initial_positions, gravity_overloads
 
 
 def simulator_settings(chain, value, order=None):
@@ -24,17 +24,25 @@ def simulator_settings(chain, value, order=None):
     `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter."""
     joints = JointSettings(chain, value, order)
     q0 = joints.positions("initial_positions")
+    if q0 is not None:
+        outside = np.flatnonzero((q0 < chain.position_min) | (q0 > chain.position_max))
+        if outside.size:
+            i = outside[0]
+            raise ValueError(
+                f"initial_positions: joint '{chain.joint_names[i]}' at {q0[i]:g} is outside its "
+                f"limits [{chain.position_min[i]:g}, {chain.position_max[i]:g}]")
     dt = value("dt")
     if value("command_type") == "joint_state" and value("synchronous"):
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")
+    model, limits = payload_model(chain, value), joints.effort_limits()
     return dict(
-        q0=default_initial_positions(chain) if q0 is None else q0, dt=dt,
-        integrator=value("integrator"), substeps=value("substeps"), limits=joints.effort_limits(),
+        q0=default_initial_positions(model, limits) if q0 is None else q0, dt=dt,
+        integrator=value("integrator"), substeps=value("substeps"), limits=limits,
         publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
         synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
         command_timeout=value("command_timeout"),
-        model=payload_model(chain, value),
+        model=model,
         noise=np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
                        dtype=float),
         seed=int(value("noise.seed")))
@@ -61,6 +69,9 @@ class SimulatorCore(Events):
         self.noise = s["noise"]  # sigma of q, qd and effort, on what is published
         self.rng = np.random.default_rng(s["seed"])
         self._next_report = REPORT_EVERY
+        self.overloads = gravity_overloads(s["model"], s["q0"], s["limits"])
+        for line in self.overloads:  # initial_positions the limits cannot hold
+            self._say("warning", f"the start pose cannot be held: {line}")
 
     def measured(self):
         """(q, qd, effort) as the arm's sensors give them: the true state and applied effort,
@@ -141,11 +152,15 @@ class SimulatorCore(Events):
         met = 100.0 * (1 - self.missed / self.states) if self.states else 100.0
         message = ("braked until the first command" if self.braked else
                    "no effort command: zero effort" if self.timed_out else "running")
-        return ("WARN" if self.timed_out or self.sim.blowups else "OK", message, {
+        values = {
             "time": round(self.sim.t, 3), "states": self.states, "missed": self.missed,
             "deadlines_met_percent": round(met, 2),
             "real_time_factor": "-" if rtf is None else round(rtf, 3),
-            "blowups": self.sim.blowups, "command_timeouts": self.timeouts})
+            "blowups": self.sim.blowups, "command_timeouts": self.timeouts}
+        if self.overloads:
+            values["start_pose_not_held"] = "; ".join(self.overloads)
+        return ("WARN" if self.timed_out or self.sim.blowups or self.overloads else "OK",
+                message, values)
 
     def real_time_factor(self, now):
         """Simulated s per wall s since the first command; None before it."""

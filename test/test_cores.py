@@ -219,3 +219,37 @@ def test_simulator_noise_is_on_what_is_published_only(chain):
     quiet = simulator(chain)
     assert all(m is t for m, t in zip(quiet.measured(),
                                       (quiet.sim.q, quiet.sim.qd, quiet.sim.tau)))
+
+
+def baxter_left():
+    from conftest import robots_dir
+    return load_chain(robots_dir() / "baxter_description/urdf/baxter.urdf",
+                      tip_link="left_gripper_base_link")
+
+
+def test_a_start_the_effort_limits_cannot_hold_is_said_by_both_cores_first():
+    """Baxter's left arm at zero: left_s1 needs 56.42 N m against gravity over its 50 N m
+    limit (g(q), our inverse dynamics). The controller says it at the first state, on
+    /diagnostics (WARN, start_pose_not_held) and in its events; the simulator given that pose
+    as initial_positions says it likewise. Its default start is a pose it can hold."""
+    chain = baxter_left()
+    core = controller(chain)
+    core.update(0.0, (0.0, np.zeros(7), np.zeros(7)))
+    level, _, values = core.diagnostics()
+    line = ("joint 'left_s1' needs 56.42 N m against gravity at [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "
+            "0.0], over its effort limit of 50 N m")
+    assert level == "WARN" and values["start_pose_not_held"] == line
+    assert [text for _, text, _ in core.drain()].count(
+        f"the start pose cannot be held: {line}") == 1
+    sim = SimulatorCore(chain, simulator_settings(chain, defaults(
+        SIMULATOR, initial_positions=[0.0] * 7)))
+    assert sim.diagnostics(0.0)[2]["start_pose_not_held"] == line
+    assert SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR))).overloads == []
+
+
+def test_initial_positions_outside_the_limits_are_refused_naming_the_joint(chain):
+    q0 = list(Q)
+    q0[3] = 10.0
+    with pytest.raises(ValueError, match=r"initial_positions: joint 'joint4' at 10 is outside "
+                                         r"its limits \["):
+        simulator_settings(chain, defaults(SIMULATOR, initial_positions=q0))

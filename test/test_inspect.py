@@ -75,7 +75,7 @@ def test_unusable_urdf_gives_one_line_and_exit_1(tmp_path):
     assert "link 'a'" in out.stderr or "link 'b'" in out.stderr
 
 
-def test_stiff_damping_is_a_finding(tmp_path):
+def test_stiff_damping_is_a_warning(tmp_path):
     # damping 2 N m s/rad on 1e-4 kg m^2: time constant 5e-5 s, far below the 1 ms step; at
     # --dt 1e-5 the same joint is no longer stiff
     dyn = '<dynamics damping="2.0" friction="0.0"/>'
@@ -86,4 +86,40 @@ def test_stiff_damping_is_a_finding(tmp_path):
     assert out.returncode == 0, out.stderr
     finding = [line for line in out.stdout.splitlines() if "stiff" in line]
     assert len(finding) == 1 and "joint 'wrist'" in finding[0] and "5e-05 s" in finding[0]
-    assert "findings: none" in run(arm, "--dt", "1e-5").stdout
+    assert "findings: none" in out.stdout and "warnings (the nodes run it):" in out.stdout
+    assert "warnings" not in run(arm, "--dt", "1e-5").stdout
+
+
+def test_a_moving_link_without_inertial_is_one_finding_not_a_traceback(tmp_path):
+    """The seeds' 2R arm with link2's <inertial> taken out: joint2 moves nothing, M is
+    singular; inspect names the joint and the link, exit 1 (the nodes refuse it)."""
+    text = (URDF_DIR / "two_link.urdf").read_text()
+    start = text.index('<link name="link2"')
+    end = text.index("</link>", start)
+    body = text[start:end]
+    stripped = body[:body.index("<inertial>")] + body[body.index("</inertial>") + 11:]
+    arm = tmp_path / "no_inertial.urdf"
+    arm.write_text(text[:start] + stripped + text[end:])
+    out = run(arm)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert ("joint 'joint2' moves no mass: its link 'link2' and every link below it have no "
+            "<inertial>") in out.stdout
+
+
+def test_a_zero_pose_the_effort_limits_cannot_hold_is_said_with_the_joint_torque_and_limit():
+    """Baxter's left arm (example-robot-data's file): at zero, left_s1 needs 56.42 N m
+    against gravity (g(q), our inverse dynamics) over its 50 N m limit. inspect says so and
+    where the simulator starts it instead, a pose that needs at most 80 % of every limit."""
+    from conftest import robots_dir
+    from dyn_control import gravity_torques, load_chain
+    from dyn_control.simulation import HOLD_SHARE, default_initial_positions
+    path = robots_dir() / "baxter_description/urdf/baxter.urdf"
+    out = run(path, "--tip", "left_gripper_base_link")
+    assert out.returncode == 0, out.stderr
+    assert ("joint 'left_s1' needs 56.42 N m against gravity at [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "
+            "0.0], over its effort limit of 50 N m") in out.stdout
+    chain = load_chain(path, tip_link="left_gripper_base_link")
+    q0 = default_initial_positions(chain)
+    assert f"starts such an arm where it can be held: {np.round(q0, 3).tolist()}" in out.stdout
+    assert np.all(np.abs(gravity_torques(chain, q0)) <= HOLD_SHARE * chain.effort_limits)
+    assert np.all((q0 >= chain.position_min) & (q0 <= chain.position_max))

@@ -948,8 +948,8 @@ def test_markers_show_the_desired_hand_path_the_target_pose_and_a_push():
     try:
         node.on_joint_state(state_msg(2.0, NAMES, Q))
         force = np.array([0.0, 10.0, -10.0])
-        # the residual of that force at the hand (r = J^T F: the observer's convention)
-        node.core.contact.observer.r[:] = kinematics.frame_jacobian(node.chain, Q)[:3].T @ force
+        # the external torques of that force at the hand (J^T F: the observer's convention)
+        node.core.contact.observer.felt[:] = kinematics.frame_jacobian(node.chain, Q)[:3].T @ force
         node.markers.publish()
         push = {m.ns: m for m in markers.messages[-1].markers}["push"]
         assert push.type == Marker.ARROW and push.action == Marker.ADD

@@ -338,3 +338,30 @@ def test_mass_times_velocity_is_the_momentum(arm):
     q, qd = rng.uniform(-1, 1, (2, 7))
     np.testing.assert_allclose(momentum_terms(arm, q, qd)[0], mass_matrix(arm, q) @ qd,
                                atol=1e-12)
+
+
+def test_a_joint_that_sticks_in_its_friction_reads_no_contact_and_a_push_beyond_it_does():
+    """The seeds' 2R arm with 1 N m of Coulomb friction per joint, held by g(q) plus 0.6 N m
+    on joint 1: the simulator's friction sticks and holds that 0.6 N m, which the residual r
+    reads as a torque against it (its filter's closed form -0.6 (1 - e^(-K t))), while felt, what the observer gives
+    as the world's, stays 0: it cannot be told from friction. At rest the filtered band is
+    1 - e^(-K t) of the friction, so a 3 N m residual is felt as 3 - 1 once it has settled."""
+    from dataclasses import replace
+    two = load_chain(URDF_DIR / "two_link.urdf")
+    chain = replace(two, joints=tuple(replace(j, friction=1.0) for j in two.joints))
+    q0 = np.array([0.4, -0.3])
+    sim = Simulation(chain, q0, DT)
+    observer = MomentumObserver(chain, K)
+    extra = np.array([0.6, 0.0])
+    for _ in range(200):
+        tau = gravity_torques(chain, sim.q) + extra
+        observer.update(sim.t, sim.q, sim.qd, tau)
+        sim.step(tau)
+    t = sim.t - DT  # the last update's time
+    assert np.abs(sim.qd).max() == 0.0  # stuck: friction holds it
+    assert observer.r[0] == pytest.approx(-0.6 * (1 - math.exp(-K * t)), rel=1e-3)
+    assert np.all(observer.felt == 0.0)
+    observer.r[:] = (3.0, -3.0)  # a residual far beyond the friction, the arm at rest
+    observer.update(sim.t, sim.q, sim.qd, gravity_torques(chain, sim.q) + extra)
+    band = 1.0 - math.exp(-K * (sim.t))
+    np.testing.assert_allclose(np.abs(observer.felt), np.abs(observer.r) - band, atol=0.02)

@@ -255,9 +255,14 @@ def test_limits_and_dynamics_are_kept():
 # ------------------------------------------------------------------ inertia and lumping
 
 
-def test_missing_inertial_means_zero_mass():
+def test_missing_inertial_means_zero_mass_and_a_joint_moving_nothing_is_refused():
+    """A joint whose links carry no mass makes M singular (a zero row): refused in one line
+    naming the joint and its link; inspect's strict=False still loads it, at zero mass."""
     urdf = two_joint().replace(f'<link name="l2">{BODY}</link>', '<link name="l2"/>')
-    chain = load_chain(urdf)
+    with pytest.raises(URDFError, match="joint 'j2' moves no mass: its link 'l2'"):
+        load_chain(urdf)
+    with pytest.warns(InertiaWarning):
+        chain = load_chain(urdf, strict=False)
     assert chain.mass[1] == 0.0
     # nothing hangs on j2, so no motion needs torque there
     assert inverse_dynamics(chain, [0.3, 0.4], [1.0, 2.0], [3.0, 4.0])[1] == 0.0

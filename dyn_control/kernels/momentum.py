@@ -174,6 +174,24 @@ def cholesky_solve_above(A, b, smallest, x):
 
 
 @jit
+def beyond_friction(qd, friction, friction_velocity, decay, band, r, felt):
+    """felt (n,): r less what friction may be holding. Inside a joint's friction band the
+    modelled friction is friction * qd / friction_velocity, while the real one may be anything
+    up to friction (a joint that sticks): up to friction * (1 - |slip|) of what r filtered
+    cannot be told from it. r is a first-order filter, so that bound goes through the same
+    filter: band (2, n) holds the filtered bound and the last state's, the larger of the two
+    ends of the step taken as the step's (the filter's weights are positive, so the filtered
+    bound bounds the filtered friction)."""
+    for i in range(r.shape[0]):
+        slip = min(max(qd[i] / friction_velocity, -1.0), 1.0)
+        now = friction[i] * (1.0 - abs(slip))
+        band[0, i] = decay * band[0, i] + (1.0 - decay) * max(now, band[1, i])
+        band[1, i] = now
+        b = band[0, i]
+        felt[i] = r[i] - b if r[i] > b else r[i] + b if r[i] < -b else 0.0
+
+
+@jit
 def first_over(values, levels):
     """The index of the first |value| over its level (levels > 0 only), or -1."""
     for i in range(values.shape[0]):
@@ -184,25 +202,27 @@ def first_over(values, levels):
 
 @jit
 def observe(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
-            friction_velocity, dt, decay, started, memory, r, bodies, R_offs, p_offs,
+            friction_velocity, dt, decay, started, memory, r, band, felt, bodies, R_offs, p_offs,
             singular_value, forces, singular, joint_levels, force_levels, found):
     """The observe stage's tick in one call (stages.contact): observer_update, then, for each
     frame k (bodies, R_offs, p_offs; none: no wrench), the wrench of r there into forces[k] and
     whether J was singular into singular[k]; then for each level (0: contact, 1: collision)
     the first joint whose |r| is over joint_levels[level], else the first frame whose force's
     norm is over force_levels[level] (a level at 0 is off): found[level] = (1, joint) or
-    (2, frame), (0, -1) for none. Returns how many frames were singular."""
+    (2, frame), (0, -1) for none. The wrenches and levels take felt (beyond_friction), which
+    it fills. Returns how many frames were singular."""
     observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
                     friction_velocity, dt, decay, started, memory, r)
+    beyond_friction(qd, friction, friction_velocity, decay, band, r, felt)
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     k, count = bodies.shape[0], 0
     for f in range(k):  # (observer_update's kinematics are still in the workspace)
-        singular[f] = _wrench(m, d, bodies[f], R_offs[f], p_offs[f], r, singular_value,
+        singular[f] = _wrench(m, d, bodies[f], R_offs[f], p_offs[f], felt, singular_value,
                               forces[f])
         count += singular[f]
     for level in range(2):
         found[level, 0], found[level, 1] = 0, -1
-        i = first_over(r, joint_levels[level])
+        i = first_over(felt, joint_levels[level])
         if i >= 0:
             found[level, 0], found[level, 1] = 1, i
             continue

@@ -128,7 +128,7 @@ class ContactTopics:
         if abs(t - self.time) < self.period - 1e-6 or core.contact.observer is None:
             return
         self.time = t
-        self.torque_pub.publish(self.torque_msg.fill(t, -core.contact.observer.r))
+        self.torque_pub.publish(self.torque_msg.fill(t, -core.contact.observer.felt))
         forces = core.contact.current_wrenches(core.state[1])
         messages.set_stamp(self.wrench_msg.header.stamp, t)
         w = self.wrench_msg.wrench

@@ -59,6 +59,8 @@ class ContactMonitor:
         if kept is None or kept.chain is not model or kept.gain != settings.observer_gain:
             self.observer = MomentumObserver(model, settings.observer_gain,
                                              r=None if kept is None else kept.r)
+            if kept is not None:  # the estimate carries on: so does its friction bound
+                self.observer.band[:] = kept.band
 
     @property
     def reacting(self):
@@ -98,8 +100,9 @@ class ContactMonitor:
         ob = self.observer
         singular = momentum.observe(
             *ob.data.args, q, qd, applied, ob.damping, ob.friction, FRICTION_VELOCITY,
-            *ob.step(t), ob.memory, ob.r, self.bodies, *self.offsets, SINGULAR_VALUE,
-            self.forces, self.flags, self.joint_levels, self.force_levels, self.found)
+            *ob.step(t), ob.memory, ob.r, ob.band, ob.felt, self.bodies, *self.offsets,
+            SINGULAR_VALUE, self.forces, self.flags, self.joint_levels, self.force_levels,
+            self.found)
         if singular or self.singular:
             self._flag_singular()
         contact, collision = self.found.tolist()  # (kind, index) at each level: usually none
@@ -113,7 +116,7 @@ class ContactMonitor:
         """What the observe stage found over `level` (0 contact, 1 collision): kind 1, joint i;
         2, ee_link i; said as "collision on joint4: 31.20 N·m over 20.0"."""
         if kind == 1:
-            value, limit = self.observer.r[i], self.joint_levels[level, i]
+            value, limit = self.observer.felt[i], self.joint_levels[level, i]
             return (f"{LEVELS[level]} on {self.observer.chain.joint_names[i]}: {value:.2f} N·m "
                     f"over {limit:.1f}")
         value, limit = np.linalg.norm(self.forces[i, :3]), self.force_levels[level]

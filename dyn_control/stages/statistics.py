@@ -72,6 +72,8 @@ def report(core):
         "compute_max_us": worst, "compute_window_ticks": len(stats.compute_s),
         "saturated_ticks": stats.saturated, "stale_state_events": watchdog.events,
         "payload_kg": s.payload_kg}
+    if core.overloads:
+        values["start_pose_not_held"] = "; ".join(core.overloads)
     started = core.goals.started
     for key, value in (("trajectory_start_s", started and started[0]),
                        ("trajectory_end_s", started and started[1]),
@@ -98,11 +100,12 @@ def report(core):
         o50, o99, _ = stats.compute_times(stats.observe_s)  # after the command, per state
         values.update({
             "observe_p50_us": o50, "observe_p99_us": o99,
-            "external_torque_max_nm": round(float(np.abs(contact.observer.r).max()), 6),
+            "external_torque_max_nm": round(float(np.abs(contact.observer.felt).max()), 6),
             "contact": contact.contact or "none", "collision": contact.collision or "none",
             "collisions": contact.collisions,
             "external_wrench_singular_at": ", ".join(contact.singular) or "none"})
         if contact.check_forces:  # computed at every state only with a force level on
             values["external_force_n"] = round(float(
                 np.linalg.norm(contact.forces[:, :3], axis=1).max()), 6)
-    return ("WARN" if watchdog.stale or refused or contact.collision else "OK", mode, values)
+    return ("WARN" if watchdog.stale or refused or contact.collision or core.overloads else "OK",
+            mode, values)
