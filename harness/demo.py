@@ -112,6 +112,11 @@ def main(argv=None):
     parser.add_argument("--view-port", type=int, default=None,
                         help="serve the live 3D view on this port (make demo VIEW=1)")
     args = parser.parse_args(argv)
+    from dyn_control.control import MODES
+    modes = (*MODES, "cartesian", "cartesian_impedance", "contact")  # the controller's, the demos'
+    if args.mode is not None and args.mode not in modes:
+        print(f"make demo: MODE={args.mode} is not one of {', '.join(modes)}", file=sys.stderr)
+        return 2
     problem = check_arm(args.arm, args.tip or None, args.joints or None)
     if problem:
         print(f"make demo: {args.arm}: {problem}", file=sys.stderr)

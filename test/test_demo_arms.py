@@ -27,3 +27,12 @@ def test_make_demo_refuses_in_one_line_before_starting_anything():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == "", out
     assert len(out.stderr.strip().splitlines()) == 1 and "out of scope" in out.stderr, out.stderr
+
+
+def test_make_demo_refuses_an_unknown_mode_naming_the_demos_modes():
+    out = subprocess.run([sys.executable, "-m", "harness.demo", "--mode", "bogus"],
+                         cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == "", out
+    assert out.stderr.strip().splitlines() == [
+        "make demo: MODE=bogus is not one of computed_torque, feedforward, gravity_pd, "
+        "cartesian, cartesian_impedance, contact"]
