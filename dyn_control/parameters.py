@@ -306,9 +306,9 @@ SIMULATOR = Table(
     *MODEL,
     Param("initial_positions", None, "rad or m, in `joints` order; inside the URDF limits",
           run_time=False, any_type=True, number=True,
-          shown_default="zeros, or the middle of the limits where 0 is outside them; where the "
-          "effort limits cannot hold that against gravity, the nearest pose that needs at most "
-          "80 % of each"),
+          shown_default="zeros, or the middle of the limits where 0 is outside them, at least "
+          "10 % of the range inside each limit; where the effort limits cannot hold that "
+          "against gravity, the nearest pose that needs at most 80 % of each"),
     Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
           "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False, low=0.0, high=0.1, open_low=True),
     Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",

@@ -97,12 +97,21 @@ def holdable_pose(chain, q, limits, share=HOLD_SHARE, samples=73):
     return q
 
 
+START_ROOM = 0.1  # of a joint's range: how far inside each limit the default start is, at least
+
+
 def zero_pose(chain):
-    """Zeros, or the middle of the position limits where zero lies outside them."""
+    """Zeros, or the middle of the position limits where zero lies outside them; a zero within
+    START_ROOM of the range from a limit is moved that far inside it (the Panda's joint 6 has
+    0.0175 rad below zero, Baxter's left_e1 0.05: a start at the stop leaves a motion about it
+    no room on that side, and the first sag lands on the stop)."""
     low, high = chain.position_min, chain.position_max
     outside = (low > 0) | (high < 0)  # (then both are finite)
     with np.errstate(invalid="ignore"):  # -inf + inf where unlimited, not chosen
-        return np.where(outside, 0.5 * (low + high), 0.0)
+        room = START_ROOM * (high - low)
+        q = np.where(outside, 0.5 * (low + high), 0.0)
+        limited = np.isfinite(room)
+        return np.where(limited, np.clip(q, low + room, high - room), q)
 
 
 def default_initial_positions(chain, limits=None):
