@@ -99,6 +99,9 @@ class ControllerCore(Events):
             self.payload_since = None if self.state is None else self.state[0]
         self.model, self.limits = s.model, s.limits
         self.watchdog.configure(s.state_timeout)
+        if self.state is None:
+            self.watchdog.awaited = ("the first joint state naming "
+                                     f"{', '.join(self.model.joint_names)}")
         self.hold_law = ControlLaw.gravity(self.model, self.limits)
         self.law = ControlLaw(self.model, **vars(joint), limits=self.limits,
                               integral=None if self.law is None else self.law.integral)

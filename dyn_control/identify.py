@@ -144,13 +144,15 @@ def main(argv=None):
     parser.add_argument("--from-bag", required=True, help="the excitation run's rosbag2 folder")
     parser.add_argument("--validation", help="a second, different run's rosbag2 folder")
     parser.add_argument("--out", default="out")
-    parser.add_argument("--name", default=None, help="default: the URDF's file name")
+    parser.add_argument("--name", default=None,
+                        help="default: the URDF's file name and _refit, so that a refit does "
+                             "not overwrite the live run's identified_<name>.urdf")
     parser.add_argument("--effort-delay", type=float, default=0.0,
                         help="s before its stamp that a state's effort acted: 0 for a drive's "
                              "measured torque, half the step (0.0005) for dynamics_simulator")
     args = parser.parse_args(argv)
     chain = load_chain(args.urdf)
-    name = args.name or pathlib.Path(args.urdf).stem
+    name = args.name or f"{pathlib.Path(args.urdf).stem}_refit"
     try:
         excitation = read_states(args.from_bag, chain.joint_names)
         validation = (None if args.validation is None

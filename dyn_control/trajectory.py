@@ -175,3 +175,12 @@ def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2
             amp = amp * np.minimum(1.0, np.where(peak > 0, 0.9 * limit / peak, 1.0))
     return (t[:, 0], q0 + amp * w * f, amp * (dw * f + w * df),
             amp * (ddw * f + 2 * dw * df + w * ddf))
+
+
+def demo_waypoints(chain, q0, duration=10.0, amplitude=0.3, frequency=0.2, rate=50.0):
+    """trajectory_demo's motion on a chain from q0: sine_waypoints inside its position and
+    velocity limits. A joint whose Coulomb friction is not below its effort limit cannot be
+    driven at all (Talos's gripper: 1 N m of each), so it stays at q0."""
+    amplitude = np.where(chain.friction >= as_limit(chain.effort_limits), 0.0, amplitude)
+    return sine_waypoints(q0, chain.lower, chain.upper, duration, amplitude, frequency, rate,
+                          velocity=chain.velocity_limits)

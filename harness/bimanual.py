@@ -200,7 +200,7 @@ def bimanual_main(arm, out, domain):
           f"{np.round(f['push_displacement_m'] * 1e3, 3).tolist()} mm against F/K "
           f"{np.round(f['push_expected_m'] * 1e3, 3).tolist()} mm; the other hand "
           f"{f['other_displacement_m'] * 1e3:.4f} mm")
-    print(f"exit codes after Ctrl-C: {result['exit_codes']}")
+    print(f"exit codes after the stop (SIGINT, as Ctrl-C): {result['exit_codes']}")
     print(summary(bag, result["bag"]))
     path = out / f"demo_{arm}_cartesian.png"
     plot_bimanual(result, path)

@@ -200,7 +200,7 @@ def contact_main(args, out, domain):
                                          CONTROLLER_LINE))
     print("simulator " + status_line(r["diagnostics"], "dynamics_simulator", SIMULATOR_LINE))
     print("trajectory_demo " + status_line(r["diagnostics"], "trajectory_demo", DEMO_LINE))
-    print(f"exit codes after Ctrl-C: {r['exit_codes']}")
+    print(f"exit codes after the stop (SIGINT, as Ctrl-C): {r['exit_codes']}")
     print(summary(bag, r["bag"]))
     path = out / "demo_contact.png"
     _plot(r, names, path)

@@ -7,9 +7,9 @@ the recordings (rosbag2 MCAP folders) and the report. Exit code: identify's.
 
 import argparse
 import json
+import os
 import pathlib
 import sys
-import tempfile
 import time
 
 from dyn_control.parameters import SIMULATOR
@@ -18,22 +18,54 @@ from dyn_control.launch_support import real_arm_parameters
 from . import processes
 
 
+def _watch():
+    """A node that keeps identify's latest /diagnostics status (rclpy initialised)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from dyn_control.nodes.diagnostics import read_diagnostics
+
+    from .background import BackgroundNode
+
+    class Watch(BackgroundNode):
+        def __init__(self):
+            super().__init__("identify_watch")
+            self.status = {}
+
+            def keep(msg):
+                with self.lock:
+                    self.status.update(read_diagnostics(msg).get("identify", {}) or self.status)
+            self.create_subscription(DiagnosticArray, "/diagnostics", keep, 10)
+            self.start()
+
+        def message(self):
+            with self.lock:
+                return dict(self.status)
+
+    return Watch()
+
+
 def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_params=None,
-        identify_params=None, log_dir=None, domain_id=None):
-    """-> (exit code of identify, its report dict or None, log folder)."""
+        identify_params=None, log_dir=None, domain_id=None, say=None):
+    """-> (exit code of identify, its report dict or None, log folder, the reason it gave on
+    /diagnostics when it did not end with 0). say: called with a line at each stage."""
+    import rclpy
+
     urdf, arm_configs = processes.arm_files(arm)
     truth_urdf = processes.arm_files(truth)[0] if truth else urdf
     name = processes.arm_name(urdf)
-    log_dir = pathlib.Path(log_dir or tempfile.mkdtemp(prefix="identify_"))
+    log_dir = pathlib.Path(log_dir or pathlib.Path(out) / "identify_logs")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    if domain_id is not None:  # the nodes' and this process's watch
+        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     env = processes.loop_env()
-    if domain_id is not None:
-        env["ROS_DOMAIN_ID"] = str(domain_id)
     common = {"urdf_file": str(urdf), "use_sim_time": True}
     # a 1 kg tool unknown to the controller is 10 N at the hand, and the excitation's
     # accelerations add to it: its observer is off (real_arm_parameters)
     real_arm, controller = real_arm_parameters()
     nodes = []
     code = None
+    rclpy.init()
+    watch = _watch()
     try:
         nodes.append(processes.NodeProcess(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
@@ -49,11 +81,16 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
                                       "effort_delay": step / 2, **(identify_params or {})},
             log_dir=log_dir, env=env)
         nodes.append(identify)
-        deadline = time.monotonic() + timeout
+        deadline, said = time.monotonic() + timeout, None
         while identify.running() and time.monotonic() < deadline:
             for node in nodes[:2]:
                 if not node.running():
                     raise RuntimeError(f"{node.name} exited early; logs in {log_dir}")
+            stage = watch.message()
+            if say is not None and stage.get("message") not in (None, said):
+                said = stage["message"]
+                duration = stage.get("duration_s")
+                say(f"{said}: {duration:g} s of simulated time" if duration else said)
             time.sleep(0.2)
         code = identify.proc.poll()
         if code is None:
@@ -61,9 +98,12 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
     finally:
         for node in reversed(nodes):
             node.stop()
+        reason = watch.message().get("message")
+        watch.close()
+        rclpy.try_shutdown()
     path = pathlib.Path(out) / f"identify_{name}.json"
     report = json.loads(path.read_text()) if code == 0 and path.is_file() else None
-    return code, report, log_dir
+    return code, report, log_dir, None if code == 0 else reason
 
 
 def main(argv=None):
@@ -85,9 +125,20 @@ def main(argv=None):
             parser.error(f"--noise takes three standard deviations >= 0, got {args.noise!r}")
         simulator_params = {f"noise.{k}": v for k, v in zip(("position", "velocity", "effort"),
                                                             sigmas)}
-    code, report, log_dir = run(args.arm, args.truth, args.out, simulator_params=simulator_params)
+    from .demo import check_arm
+    for given in filter(None, (args.arm, args.truth)):
+        problem = check_arm(given)
+        if problem:
+            print(f"make identify: {given}: {problem}", file=sys.stderr)
+            return 2
+    print(f"make identify: the simulator runs {args.truth or args.arm}, the controller and "
+          f"identify know {args.arm}", flush=True)
+    code, report, log_dir, reason = run(
+        args.arm, args.truth, args.out, simulator_params=simulator_params,
+        say=lambda line: print(f"  {line}", flush=True))
     if report is None:
-        print(f"identify failed (exit code {code}); logs in {log_dir}")
+        print(f"make identify: {reason or 'no reason given'} (exit code {code}; logs in "
+              f"{log_dir})", file=sys.stderr)
         return code or 1
     name = processes.arm_name(processes.arm_files(args.arm)[0])
     print((pathlib.Path(args.out) / f"identify_{name}.md").read_text().split("| base")[0])

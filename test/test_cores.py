@@ -253,3 +253,12 @@ def test_initial_positions_outside_the_limits_are_refused_naming_the_joint(chain
     with pytest.raises(ValueError, match=r"initial_positions: joint 'joint4' at 10 is outside "
                                          r"its limits \["):
         simulator_settings(chain, defaults(SIMULATOR, initial_positions=q0))
+
+
+def test_a_controller_with_no_joint_state_says_once_what_it_waits_for(chain):
+    core = controller(chain)
+    for now in (0.0, 1.0, 2.5, 3.0, 10.0):
+        assert core.update(now) is None
+    waits = [text for _, text, _ in core.drain() if text.startswith("waiting")]
+    assert waits == ["waiting for the first joint state naming " + ", ".join(NAMES)
+                     + ": none for 2.5 s"]

@@ -36,3 +36,23 @@ def test_make_demo_refuses_an_unknown_mode_naming_the_demos_modes():
     assert out.stderr.strip().splitlines() == [
         "make demo: MODE=bogus is not one of computed_torque, feedforward, gravity_pd, "
         "cartesian, cartesian_impedance, contact"]
+
+
+def test_a_demo_the_arm_cannot_do_is_refused_in_one_line():
+    """The Cartesian and contact demos move and push the hand in all three directions of the
+    base: the seeds' planar 2R arm's link2 moves in one at its start (its Jacobian's position
+    rows, our kinematics), so both are refused, before anything starts; the default arm, the
+    two-armed tree and the UR5's file can do them."""
+    from harness.demo import check_task
+    for mode in ("cartesian", "contact"):
+        assert check_task("two_link", mode) == (
+            f"MODE={mode} needs a hand that moves in all three directions of the base frame; "
+            "link2 moves in 1 at the start pose (its Jacobian's position rows have that rank): "
+            "the demo circles in y-z and pushes along x")
+        ur5 = str(robots_dir() / "ur_description/urdf/ur5_robot.urdf")
+        for arm in ("default_arm", "dual_arm", ur5):
+            assert check_task(arm, mode) is None, arm
+    assert check_task("two_link", None) is None  # the joint-space demo runs on any arm
+    out = subprocess.run([sys.executable, "-m", "harness.demo", "--arm", "two_link", "--mode",
+                          "contact"], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out

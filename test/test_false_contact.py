@@ -21,7 +21,7 @@ from dyn_control.goals import Request
 from dyn_control.parameters import CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
 from dyn_control.simulator_core import SimulatorCore, simulator_settings
 from dyn_control.stages.settings import controller_settings
-from dyn_control.trajectory import sine_waypoints
+from dyn_control.trajectory import demo_waypoints
 from test_urdf_files import real_arms
 
 SWEEP_SECONDS = 4.0  # make sweep's duration
@@ -39,9 +39,8 @@ def lockstep(chain, seconds, mode=None, goal=True):
         q, qd, effort = (x.copy() for x in sim.measured())
         command = ctl.update(t, (t, q, qd), effort)
         if k == 0 and goal:
-            times, qs, qds, qdds = sine_waypoints(
-                q, chain.lower, chain.upper, SWEEP_SECONDS, demo("amplitude"),
-                demo("frequency"), demo("points_per_second"), velocity=chain.velocity_limits)
+            times, qs, qds, qdds = demo_waypoints(chain, q, SWEEP_SECONDS, demo("amplitude"),
+                                                  demo("frequency"), demo("points_per_second"))
             ctl.offer(Request(tuple(chain.joint_names), 0.0, tuple(zip(times, qs, qds, qdds))))
         if command is not None:
             sim.on_command(t, command.tau)

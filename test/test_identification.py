@@ -613,3 +613,17 @@ def test_a_real_arms_own_file_identified_tracks_within_1_5x_of_the_truth(name, s
                               **kwargs)
     assert rms["identified"] <= 1.5 * rms["truth"], rms
     assert rms["nominal"] >= 10 * rms["identified"], rms
+
+
+def test_identify_help_gives_both_forms_and_a_refit_does_not_overwrite_the_live_urdf(
+        monkeypatch, capsys):
+    """`identify --help` (the console script) names the live node's ROS parameters and prints
+    the offline fit's options, exit 0; a refit's default name is the URDF's with _refit."""
+    from dyn_control.nodes import entry
+    monkeypatch.setattr("sys.argv", ["identify", "--help"])
+    with pytest.raises(SystemExit) as stop:
+        entry.identify()
+    out = capsys.readouterr().out
+    assert stop.value.code == 0
+    assert out.startswith("live: identify --ros-args -p urdf_file:=ARM.urdf")
+    assert "--from-bag" in out and "--effort-delay" in out and "_refit" in out

@@ -47,10 +47,10 @@ def test_identify_on_a_simulated_real_arm(tmp_path):
     truth.write_text(identified_urdf(arm, chain, parameters(truth_chain)))
     out = tmp_path / "out"
     # two periods a run: the truth is noise-free, and 20 s meet the closed-loop bounds in process
-    code, report, log_dir = run(str(arm), str(truth), str(out), timeout=900,
-                                identify_params={"periods": 2}, log_dir=tmp_path / "logs",
-                                domain_id=86)
-    assert code == 0, f"identify failed; logs in {log_dir}"
+    code, report, log_dir, reason = run(str(arm), str(truth), str(out), timeout=900,
+                                        identify_params={"periods": 2},
+                                        log_dir=tmp_path / "logs", domain_id=86)
+    assert code == 0, f"identify failed: {reason}; logs in {log_dir}"
     identified_file = out / f"identified_{name}.urdf"
     identified_chain = load_chain(identified_file)
     assert identified_chain.joint_names == chain.joint_names

@@ -242,14 +242,14 @@ def test_trajectory_check_finds_the_first_sample_over_a_limit():
 
 @pytest.mark.parametrize("rel", arm_paths())
 def test_the_demo_trajectory_passes_the_check_on_every_arm(rel):
-    """trajectory_demo's sines, scaled to the velocity limits as the node does, are accepted by
-    the controller's default check (reject) on each arm with its own limits."""
+    """trajectory_demo's sines (demo_waypoints, as the node makes them) are accepted by the
+    controller's default check (reject) on each arm with its own limits."""
     from dyn_control.control import effort_limits, trajectory_violation
     from dyn_control.simulation import default_initial_positions
-    from dyn_control.trajectory import Trajectory, sine_waypoints
+    from dyn_control.trajectory import Trajectory, demo_waypoints
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
-    waypoints = sine_waypoints(q0, chain.lower, chain.upper, velocity=chain.velocity_limits)
+    waypoints = demo_waypoints(chain, q0)
     trajectory = Trajectory(0.0, (q0, zero, zero), *waypoints)
     assert trajectory_violation(chain, trajectory, effort_limits(chain)) is None
     assert np.ptp(waypoints[1], axis=0).max() > 0  # it moves

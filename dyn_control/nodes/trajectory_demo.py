@@ -17,7 +17,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..parameters import TRAJECTORY_DEMO
-from ..trajectory import sine_waypoints
+from ..trajectory import demo_waypoints
 from . import messages, trajectory_action
 from .diagnostics import publish_diagnostics
 from .model_source import build_chain, model_text
@@ -88,10 +88,8 @@ class TrajectoryDemo(Node):
 
     def send(self, start):
         p = lambda name: self.get_parameter(name).value  # noqa: E731
-        times, q, qd, qdd = sine_waypoints(start, self.chain.lower, self.chain.upper,
-                                           p("duration"), p("amplitude"), p("frequency"),
-                                           p("points_per_second"),
-                                           velocity=self.chain.velocity_limits)
+        times, q, qd, qdd = demo_waypoints(self.chain, start, p("duration"), p("amplitude"),
+                                           p("frequency"), p("points_per_second"))
         msg = JointTrajectory(joint_names=self.chain.joint_names)
         for k, t in enumerate(times):
             msg.points.append(JointTrajectoryPoint(

@@ -1,6 +1,10 @@
 """The check stage: a joint state is good or it is not (the node checks names and values), and
 with no good one for state_timeout the loop is stale: feedback stops, the core holds gravity
-compensation or stops commanding (on_state_timeout)."""
+compensation or stops commanding (on_state_timeout). Before the first state, it says once
+what it waits for, WAIT_SAY s after its first check: a controller started by hand with no
+joint states otherwise waited in silence."""
+
+WAIT_SAY = 2.0  # s of the watchdog's clock
 
 
 class Watchdog:
@@ -15,6 +19,8 @@ class Watchdog:
         self.silence = None
         self.timeout = self.period = None
         self.began = False  # whether the last check began a stale spell
+        self.waiting_since = None  # the first check before any state
+        self.awaited = "a joint state"  # what the core waits for, said once (WAIT_SAY)
 
     def configure(self, state_timeout):
         self.timeout = state_timeout
@@ -37,7 +43,15 @@ class Watchdog:
         tick of a spell marks it stale, counts it and says what the arm does (`hold`: gravity
         compensation at the last good position, or no command); `began` tells that tick."""
         self.began = False
-        if self.last_seen is None or now - self.last_seen <= self.timeout:
+        if self.last_seen is None:
+            if self.waiting_since is None:
+                self.waiting_since = now
+            elif now - self.waiting_since >= WAIT_SAY and self.awaited:
+                self.say("info", f"waiting for {self.awaited}: none for "
+                                 f"{now - self.waiting_since:.1f} s")
+                self.awaited = None
+            return None
+        if now - self.last_seen <= self.timeout:
             return None
         silent = now - self.last_seen
         if not self.stale:
