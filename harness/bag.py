@@ -138,6 +138,11 @@ def run_folder(out, arm, mode=None):
     return pathlib.Path(out) / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}"
 
 
+def logs_folder(bag):
+    """out/logs/<the run's folder name>: the nodes' logs of that run, kept beside the others'."""
+    return bag.parent / "logs" / bag.name
+
+
 def summary(bag, counts):
     """The demo's line on where its bag is."""
     return f"run recorded as a rosbag2 in {bag}/ ({sum(counts.values())} messages; ros2 bag info {bag})"

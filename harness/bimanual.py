@@ -12,6 +12,7 @@ bimanual_loop returns the recording; bimanual_figures the figures the tree issue
 """
 
 import os
+import pathlib
 import time
 
 import numpy as np
@@ -189,9 +190,9 @@ def bimanual_figures(result, stiffness=500.0):
 
 def bimanual_main(arm, out, domain):
     """make demo ARM=<a tree with ee_links> MODE=cartesian: run, print the figures, plot."""
-    from .bag import run_folder, summary
+    from .bag import logs_folder, run_folder, summary
     bag = run_folder(out, arm, "cartesian")
-    result = bimanual_loop(arm, out, domain, bag=bag)
+    result = bimanual_loop(arm, logs_folder(bag), domain, bag=bag)
     f = bimanual_figures(result)
     print(f"\ntorso lifted {f['lifted_m'] * 1e3:.1f} mm through the nullspace posture; the hands "
           "strayed at most " + ", ".join(f"{link} {v * 1e3:.3f} mm" for link, v in f["strayed_m"].items())
@@ -202,7 +203,7 @@ def bimanual_main(arm, out, domain):
           f"{f['other_displacement_m'] * 1e3:.4f} mm")
     print(f"exit codes after the stop (SIGINT, as Ctrl-C): {result['exit_codes']}")
     print(summary(bag, result["bag"]))
-    path = out / f"demo_{arm}_cartesian.png"
+    path = pathlib.Path(out) / f"demo_{processes.arm_name(arm)}_cartesian.png"
     plot_bimanual(result, path)
     print(f"plot written to {path}")
     return 0 if all(c == 0 for c in result["exit_codes"].values()) else 1

@@ -181,12 +181,12 @@ def pushes(tt, truth):
 def contact_main(args, out, domain):
     from dyn_control import load_chain
 
-    from .bag import run_folder, summary
+    from .bag import logs_folder, run_folder, summary
 
     out = pathlib.Path(out)
     names = load_chain(processes.arm_files(args.arm)[0]).joint_names
     bag = run_folder(out, args.arm, "contact")
-    r = contact_loop(args.arm, out, domain, bag=bag)
+    r = contact_loop(args.arm, logs_folder(bag), domain, bag=bag)
     try:
         _figures(r, names)
     except (IndexError, ValueError) as err:  # a loaded machine's recording missed a phase
@@ -202,7 +202,7 @@ def contact_main(args, out, domain):
     print("trajectory_demo " + status_line(r["diagnostics"], "trajectory_demo", DEMO_LINE))
     print(f"exit codes after the stop (SIGINT, as Ctrl-C): {r['exit_codes']}")
     print(summary(bag, r["bag"]))
-    path = out / "demo_contact.png"
+    path = out / f"demo_{processes.arm_name(args.arm)}_contact.png"
     _plot(r, names, path)
     print(f"plot written to {path}")
     # the pushes are timed by a recording that a loaded machine can make late, so a collision

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from . import processes
-from .bag import run_folder, summary
+from .bag import logs_folder, run_folder, summary
 from .loop import cartesian_loop, closed_loop
 from .metrics import (CONTROLLER_LINE, DEMO_LINE, SIMULATOR_LINE, cartesian_figures,
                       status_line, tracking_figures)
@@ -39,7 +39,8 @@ def cartesian_main(args, out, domain):
     if arm_ee_links(processes.arm_files(args.arm)[1]):  # a tree whose file names both hands
         return bimanual_main(args.arm, out, domain)
     bag = run_folder(out, args.arm, "cartesian")
-    result = cartesian_loop(args.arm, out, domain, model_params=model_params(args), bag=bag)
+    result = cartesian_loop(args.arm, logs_folder(bag), domain, model_params=model_params(args),
+                            bag=bag)
     stiffness = CONTROLLER["cartesian_stiffness"].default
     force = CARTESIAN_DEMO["push_force"].default
     f = cartesian_figures(result, stiffness, force)
@@ -217,14 +218,14 @@ def run_demo(args):
     task = {"cartesian": "Cartesian targets", "cartesian_impedance": "Cartesian targets",
             "contact": "trajectory and pushes"}.get(args.mode, "trajectory")
     print(f"starting simulator, controller and {task} on {args.arm} "
-          f"(ROS_DOMAIN_ID={domain}, logs in {out}/)", flush=True)
+          f"(ROS_DOMAIN_ID={domain}, logs in {out}/logs/)", flush=True)
     if args.mode in ("cartesian", "cartesian_impedance"):
         return cartesian_main(args, out, domain)
     if args.mode == "contact":
         from .contact import contact_main
         return contact_main(args, out, domain)
     bag = run_folder(out, args.arm, args.mode)
-    result = closed_loop(args.arm, args.duration, args.mode, out, domain,
+    result = closed_loop(args.arm, args.duration, args.mode, logs_folder(bag), domain,
                          model_params=model_params(args), bag=bag)
     rms, worst = tracking_figures(result)
     print(f"\ntracking over {result['t'][-1]:.1f} s of trajectory "
