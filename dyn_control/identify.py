@@ -122,16 +122,20 @@ def plot(path, joints, measured, identified, nominal):
     import matplotlib
     matplotlib.use("Agg")  # files only
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(len(joints), 1, figsize=(9, 1.6 * len(joints)), sharex=True)
+    # constrained layout makes room for the legend above the panels, where it hides no curve
+    fig, axes = plt.subplots(len(joints), 1, figsize=(9, 1.6 * len(joints)), sharex=True,
+                             layout="constrained")
     for k, (ax, joint) in enumerate(zip(np.atleast_1d(axes), joints)):
-        ax.plot(measured[:, k], "k", lw=1, label="measured")
-        ax.plot(identified[:, k], "C0", lw=1, label="identified")
-        ax.plot(nominal[:, k], "C3", lw=0.8, alpha=0.7, label="nominal URDF")
+        # measured wide and light underneath, the predictions thin on top: a good fit lies
+        # inside the grey band, and both stay visible
+        ax.plot(measured[:, k], color="0.7", lw=3, label="measured")
+        ax.plot(identified[:, k], "C0", lw=0.8, label="identified")
+        ax.plot(nominal[:, k], "C3--", lw=0.8, label="nominal URDF")
         ax.set_ylabel(f"{joint}\nN·m")
-    np.atleast_1d(axes)[0].legend(loc="upper right", fontsize=7)
-    np.atleast_1d(axes)[-1].set_xlabel("validation sample (100 Hz, slow samples dropped)")
     fig.suptitle("dyn_control identify: measured against predicted torque")
-    fig.tight_layout()
+    np.atleast_1d(axes)[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+                                  fontsize=8)
+    np.atleast_1d(axes)[-1].set_xlabel("validation sample (100 Hz, slow samples dropped)")
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

@@ -210,6 +210,8 @@ def bimanual_main(arm, out, domain):
 
 
 def plot_bimanual(result, path):
+    from .plots import legend_outside
+
     ph = result["phases"]
     title = "dyn_control: both hands held in cartesian_impedance while the torso lifts"
     with figure(path, title, 2, (10, 6)) as axes:
@@ -222,6 +224,6 @@ def plot_bimanual(result, path):
         for ax in axes:
             ax.axvspan(ph["push"] - ph["lift"], ph["push_end"] - ph["lift"], color="0.9")
         axes[0].set_ylabel("hand from where it was held (mm)")
-        axes[0].legend(fontsize=8)
+        legend_outside(axes[0])
         axes[1].set_ylabel("torso lift (m)")
         axes[1].set_xlabel("time since the lift began (s); shaded: the push on the first hand")

@@ -269,7 +269,14 @@ def _figures(r, names):
 
 
 def _plot(r, names, path):
-    t0 = r["start"]
+    from matplotlib.transforms import blended_transform_factory
+
+    from .plots import joint_colors, legend_outside
+
+    # the controller's own stamp of the trajectory's start; r["start"] is when the recorder
+    # heard trajectory_demo leave "waiting" on /diagnostics, up to a status period late
+    t0 = r["diagnostics"].get("computed_torque_controller", {}).get("trajectory_start_s",
+                                                                    r["start"])
     tw, wrench = r["wrench"]
     te, est = r["estimate"]
     tt, truth = r["truth"]
@@ -280,21 +287,32 @@ def _plot(r, names, path):
     ph = r["phases"]
     truth_force[(tw >= ph["push"]) & (tw < ph["push_end"])] = -PUSH[:3]
     truth_force[(tw >= ph["collision"]) & (tw < ph["released"])] = -COLLISION[:3]
+    colors = joint_colors(len(names))
+    events = {"push": f"push {np.linalg.norm(PUSH):.0f} N", "push_end": "push end",
+              "collision": f"collision {np.linalg.norm(COLLISION):.0f} N",
+              "released": "released"}
     with figure(path, "dyn_control: contact, estimated (solid) against the truth (dashed)", 3,
                 (11, 10)) as axes:
         for j, axis in enumerate("xyz"):
             axes[0].plot(tw - t0, wrench[:, j], color=f"C{j}", lw=1, label=f"F{axis}")
             axes[0].plot(tw - t0, truth_force[:, j], "--", color=f"C{j}", lw=1)
         axes[0].set_ylabel("force the robot applies\nat the hand (N)")
-        axes[0].legend(ncol=3, fontsize=8, loc="upper left")
-        for j in range(est.shape[1]):
-            axes[1].plot(te - t0, est[:, j], color=f"C{j}", lw=1, label=names[j])
-            axes[1].plot(tt - t0, -truth[:, j], "--", color=f"C{j}", lw=1)
+        legend_outside(axes[0])
+        for j, color in enumerate(colors):
+            axes[1].plot(te - t0, est[:, j], color=color, lw=1, label=names[j])
+            axes[1].plot(tt - t0, -truth[:, j], "--", color=color, lw=1)
         axes[1].set_ylabel("external joint torque\n(robot's sign, N m)")
-        axes[1].legend(ncol=4, fontsize=8, loc="upper left")
-        axes[2].plot(ts - t0, q, lw=1)
-        axes[2].set_ylabel("joint positions (rad)")
+        legend_outside(axes[1])
+        for j, color in enumerate(colors):
+            axes[2].plot(ts - t0, q[:, j], color=color, lw=1)
+        axes[2].set_ylabel("joint positions (rad)\ncolours as above")
         axes[2].set_xlabel("s from the trajectory's start")
         for ax in axes:
-            for key in ("push", "push_end", "collision", "released"):
+            for key in events:
                 ax.axvline(ph[key] - t0, color="grey", lw=0.5)
+        above = blended_transform_factory(axes[0].transData, axes[0].transAxes)
+        for key, label in events.items():
+            axes[0].text(ph[key] - t0, 1.02, label, transform=above, ha="center", va="bottom",
+                         fontsize=8, color="0.3")
+        # before the trajectory and after the release the arm holds still: left out
+        axes[-1].set_xlim(min(0.0, ph["push"] - t0) - 0.3, ph["released"] - t0 + 0.5)

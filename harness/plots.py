@@ -76,7 +76,8 @@ def plot_cartesian(result, figures, path):
             axes[3].plot(ts - t0, effort[:, j], color=color, lw=1, label=names[j])
         if n:
             legend_outside(axes[3])
-        axes[3].set_ylabel("torque (N m)")
+        # the teeth are in the data: each 50 Hz target steps the spring force by K dx
+        axes[3].set_ylabel("torque (N m)\nteeth: the 50 Hz target steps")
         axes[3].set_xlabel("time since the circle's start (s)")
 
 

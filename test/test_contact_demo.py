@@ -1,6 +1,8 @@
 """make demo MODE=contact end to end, in a module of its own: it starts rclpy itself, which
 test_contact_loop's module fixture holds while its tests run."""
 
+import pathlib
+
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
@@ -36,3 +38,10 @@ def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
     arm = "default_arm" if not args else args[1].split("/")[-1].split(".")[0]
     assert (tmp_path / f"demo_{arm}_contact.png").stat().st_size > 10000
     assert list((tmp_path / "logs").iterdir())  # the run's logs, in a folder of their own
+    if args:  # a real arm's bag: its /tf from the arm's own file, against our kinematics
+        from dyn_control import load_chain
+        from test_demo_bag import assert_tf_is_the_forward_kinematics
+        urdf = pathlib.Path(args[1])
+        chain = load_chain(urdf, tip_link=args[3] if len(args) > 2 else None)
+        bag, = tmp_path.glob(f"{arm}_contact_*")
+        assert_tf_is_the_forward_kinematics(bag, urdf, chain)

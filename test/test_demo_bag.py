@@ -75,17 +75,15 @@ def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick
         assert qos.durability.name == ("TRANSIENT_LOCAL" if latched else "VOLATILE"), (topic, qos)
 
 
-def test_tf_is_the_forward_kinematics_and_the_description_is_the_urdf(run):
-    """Every link the chain moves, composed from /tf_static and /tf down from the root, is
-    where frame_pose puts it at the published state, to 1e-9, at 20 states through the run;
-    /robot_description is the URDF file's text."""
-    _, path = run
+def assert_tf_is_the_forward_kinematics(path, urdf, chain, samples=20):
+    """Every link the chain moves, composed from the bag's /tf_static and /tf down from the
+    root, is where frame_pose puts it at the published state, to 1e-9, at `samples` states
+    through the run; /robot_description is the URDF file's text."""
     messages, _ = read_rosbags(path)
-    assert messages["/robot_description"][0][1].data == DEFAULT_ARM.read_text()
-    chain = load_chain(DEFAULT_ARM)
+    assert messages["/robot_description"][0][1].data == urdf.read_text()
     static = {t.child_frame_id: t for t in messages["/tf_static"][0][1].transforms}
     states, tfs = messages["/joint_states"], messages["/tf"]
-    for k in np.linspace(0, len(states) - 1, 20).astype(int):
+    for k in np.linspace(0, len(states) - 1, samples).astype(int):
         state, tf = states[k][1], tfs[k][1]
         assert tf.transforms[0].header.stamp == state.header.stamp
         edges = {**static, **{t.child_frame_id: t for t in tf.transforms}}
@@ -103,6 +101,10 @@ def test_tf_is_the_forward_kinematics_and_the_description_is_the_urdf(run):
                 R_fk, p_fk = frame_pose(chain, q, link)
                 np.testing.assert_allclose(p, p_fk, atol=1e-9)
                 np.testing.assert_allclose(R, R_fk, atol=1e-9)
+
+
+def test_tf_is_the_forward_kinematics_and_the_description_is_the_urdf(run):
+    assert_tf_is_the_forward_kinematics(run[1], DEFAULT_ARM, load_chain(DEFAULT_ARM))
 
 
 def test_a_second_reader_mcap_ros2_reads_the_same_messages(run):

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from conftest import PACKAGE_DIR, URDF_DIR
 from examples import inertial, joint, link, robot
@@ -107,19 +108,59 @@ def test_a_moving_link_without_inertial_is_one_finding_not_a_traceback(tmp_path)
 
 
 def test_a_zero_pose_the_effort_limits_cannot_hold_is_said_with_the_joint_torque_and_limit():
-    """Baxter's left arm (example-robot-data's file): at zero, left_s1 needs 56.42 N m
-    against gravity (g(q), our inverse dynamics) over its 50 N m limit. inspect says so and
-    where the simulator starts it instead, a pose that needs at most 80 % of every limit."""
+    """Baxter's left arm (example-robot-data's file): at its zero pose (zeros, left_e1 moved
+    10 % of its range off its stop, 0.05 rad below zero), left_s1 needs 55.92 N m against
+    gravity (g(q), our inverse dynamics) over its 50 N m limit. inspect says so and where the
+    simulator starts it instead, a pose that needs at most 80 % of every limit."""
     from conftest import robots_dir
     from dyn_control import gravity_torques, load_chain
     from dyn_control.simulation import HOLD_SHARE, default_initial_positions
     path = robots_dir() / "baxter_description/urdf/baxter.urdf"
     out = run(path, "--tip", "left_gripper_base_link")
     assert out.returncode == 0, out.stderr
-    assert ("joint 'left_s1' needs 56.42 N m against gravity at [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "
-            "0.0], over its effort limit of 50 N m") in out.stdout
+    assert ("joint 'left_s1' needs 55.92 N m against gravity at [0.0, 0.0, 0.0, 0.217, 0.0, "
+            "0.0, 0.0], over its effort limit of 50 N m") in out.stdout
     chain = load_chain(path, tip_link="left_gripper_base_link")
     q0 = default_initial_positions(chain)
     assert f"starts such an arm where it can be held: {np.round(q0, 3).tolist()}" in out.stdout
     assert np.all(np.abs(gravity_torques(chain, q0)) <= HOLD_SHARE * chain.effort_limits)
     assert np.all((q0 >= chain.position_min) & (q0 <= chain.position_max))
+
+
+REAL = {"ur5": ("ur_description/urdf/ur5_robot.urdf", []),
+        "panda": ("panda_description/urdf/panda.urdf", ["--tip", "panda_hand"]),
+        "xarm7": ("xarm_description/urdf/xarm7.urdf", []),
+        "baxter": ("baxter_description/urdf/baxter.urdf", ["--tip", "left_gripper_base_link"])}
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_inspect_on_real_arms_prints_the_chain_load_chain_builds(name):
+    """On example-robot-data's own files, what inspect prints is the chain load_chain builds
+    (the reference): each joint's row, its lumped mass to 4 figures and its limits, the lumped
+    links, the locked fingers (the Panda's), and findings none, exit 0 (the nodes run all
+    four); the xArm7's stiff damping and Baxter's zero pose come as warnings."""
+    from conftest import robots_dir
+    from dyn_control import load_chain
+    rel, flags = REAL[name]
+    path = robots_dir() / rel
+    out = run(path, *flags)
+    assert out.returncode == 0, out.stderr
+    chain = load_chain(path, tip_link=flags[1] if flags else None)
+    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()
+            if line.split() and line.split()[0] in chain.joint_names}
+    assert list(rows) == list(chain.joint_names)
+    for joint, mass in zip(chain.joints, chain.mass):
+        row = rows[joint.name]
+        assert float(row[6]) == pytest.approx(mass, rel=5e-4)
+        for value, limit in zip(row[10:14], (joint.lower, joint.upper, joint.effort,
+                                             joint.velocity)):
+            assert value == "-" if not np.isfinite(limit) else float(value) == pytest.approx(
+                limit, rel=5e-4)
+    for joint, links in zip(chain.joint_names, chain.lumped_links):
+        assert f"  {joint}: {', '.join(links)}" in out.stdout
+    assert "findings: none" in out.stdout
+    if chain.locked_joints:
+        assert ("locked at their zero position and lumped: " + ", ".join(chain.locked_joints)
+                in out.stdout)
+    warned = "warnings (the nodes run it):" in out.stdout
+    assert warned == (name in ("xarm7", "baxter"))

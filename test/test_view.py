@@ -104,17 +104,33 @@ def test_a_mesh_that_cannot_be_found_is_skipped_with_one_warning_and_a_busy_port
         v.close()
 
 
-def test_a_real_arms_meshes_load():
-    """example-robot-data's UR5: its 7 COLLADA visual meshes (package:// paths, found under
-    the package's folder above the URDF; pycollada reads them) are in the scene, none skipped,
-    no warning."""
-    path = robots_dir() / "ur_description" / "urdf" / "ur5_robot.urdf"
+@pytest.mark.parametrize("rel,kwargs,meshes", [
+    ("ur_description/urdf/ur5_robot.urdf", {}, 7),
+    ("panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"}, 10)])
+def test_a_real_arms_meshes_load_and_its_links_are_where_the_kinematics_puts_them(rel, kwargs,
+                                                                                meshes):
+    """example-robot-data's UR5 and Panda, their own files: their visual meshes (COLLADA
+    through pycollada; package:// paths, found under the package's folder above the URDF, the
+    Panda's as package://example-robot-data/robots/...) are in the scene, none skipped, no
+    warning; and at a random state every link the chain moves (the Panda's hand and locked
+    fingers too) is where frame_pose puts it, to 1e-6."""
+    path = robots_dir() / rel
+    chain = load_chain(path, **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         v = ArmView(path.read_text(), free_port(), urdf_dir=path.parent)
     try:
         assert v.missing == []
-        assert path.read_text().count("<mesh filename=") >= 7
+        assert path.read_text().count("<visual>") >= meshes
+        q = np.random.default_rng(1).uniform(-0.5, 0.5, chain.n) + np.clip(
+            0.0, chain.position_min + 0.5, chain.position_max - 0.5)
+        v.show_state(dict(zip(chain.joint_names, q)))
+        for links in chain.lumped_links:
+            for link in links:
+                R, p = held(v.frames[link])
+                R_fk, p_fk = frame_pose(chain, q, link)
+                np.testing.assert_allclose(p, p_fk, atol=1e-6)
+                np.testing.assert_allclose(R, R_fk, atol=1e-6)
     finally:
         v.close()
 
