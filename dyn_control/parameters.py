@@ -212,7 +212,8 @@ CARTESIAN = (
           "`~/<link>/target_wrench` and `~/<link>/current_pose`; overrides `ee_link`",
           run_time=False, shown_default="unset = `ee_link` alone"),
     Param("cartesian_stiffness", list(DEFAULT_STIFFNESS), "K: x, y, z in N/m, then rx, ry, rz "
-          "in N·m/rad (base axes); with `ee_links`, 6 for all or 6 per link", any_type=True),
+          "in N·m/rad (base axes), or a scalar for all six; with `ee_links`, a scalar, 6 for "
+          "all or 6 per link", any_type=True),
     Param("cartesian_damping", None, "D, 6 values as K; unset: critical, 2√K with "
           "`operational_space`, else for each mode of the arm's inertia Λ at the pose "
           "(2 Λ^½ (Λ^-½ K Λ^-½)^½ Λ^½)",

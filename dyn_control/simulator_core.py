@@ -32,6 +32,9 @@ def simulator_settings(chain, value, order=None):
                 f"initial_positions: joint '{chain.joint_names[i]}' at {q0[i]:g} is outside its "
                 f"limits [{chain.position_min[i]:g}, {chain.position_max[i]:g}]")
     dt = value("dt")
+    if value("publish_rate") * dt > 1.0 + 1e-9:
+        raise ValueError(f"publish_rate {value('publish_rate'):g} Hz is above 1/dt = "
+                         f"{1.0 / dt:g} Hz: the simulator publishes a state per step at most")
     if value("command_type") == "joint_state" and value("synchronous"):
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")

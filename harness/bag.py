@@ -3,8 +3,10 @@
 A `BagTap` on a recorder node subscribes to the loop's topics raw, keeps each message as it came
 off the wire (the bytes `ros2 bag record` would store), stamped with the simulation time of the
 latest /clock (ros2 bag record --use-sim-time), and on `write()` stores them with rosbags:
-- /joint_states, /clock, /effort_controller/commands, the controller's ~/reference and ~/error,
-  each with its publisher's QoS (read from the graph at the first message) in the metadata;
+- /joint_states, /clock, /effort_controller/commands, and the controller's ~/reference and
+  ~/error in joint space or its ~/current_pose and ~/target_pose (each ee_link's, for several)
+  in Cartesian impedance (`cartesian_topics`), each with its publisher's QoS (read from the
+  graph at the first message) in the metadata;
 - /robot_description (transient local, as robot_state_publisher offers it): the URDF the run
   used;
 - /tf_static and /tf from the URDF's joint transforms (dyn_control.transforms), /tf once per
@@ -18,6 +20,7 @@ import time
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -27,26 +30,37 @@ from dyn_control.recording import BagWriter, _typestore, qos_profile
 from dyn_control.transforms import JointTransforms
 
 CONTROLLER = "/computed_torque_controller"
-TOPICS = {"/joint_states": JointState, "/clock": Clock,
-          "/effort_controller/commands": Float64MultiArray,
-          f"{CONTROLLER}/reference": JointState, f"{CONTROLLER}/error": JointState}
+LOOP = {"/joint_states": JointState, "/clock": Clock,
+        "/effort_controller/commands": Float64MultiArray}
+TOPICS = {**LOOP, f"{CONTROLLER}/reference": JointState, f"{CONTROLLER}/error": JointState}
 MSGTYPES = {JointState: "sensor_msgs/msg/JointState", Clock: "rosgraph_msgs/msg/Clock",
-            Float64MultiArray: "std_msgs/msg/Float64MultiArray"}
+            Float64MultiArray: "std_msgs/msg/Float64MultiArray",
+            PoseStamped: "geometry_msgs/msg/PoseStamped"}
+
+
+def cartesian_topics(ee_links=None, names=("current_pose", "target_pose")):
+    """A Cartesian run's topics: the loop's and the controller's poses, ~/current_pose and
+    ~/target_pose (`names`: those the run has), or ~/<link>/... of each of several ee_links."""
+    prefixes = [f"{CONTROLLER}/{link}" for link in ee_links] if ee_links else [CONTROLLER]
+    return {**LOOP, **{f"{prefix}/{name}": PoseStamped for prefix in prefixes
+                       for name in names}}
 DEPTH = 5000  # messages a reader keeps: seconds of 1 kHz topics for a recorder that falls behind
 
 
 class BagTap:
-    """Raw subscriptions of `node` to TOPICS; `write(path)` makes the bag (module docstring)
-    from the URDF text the run used. readers: topic -> the recorder's callback(message), called
-    as a typed subscription would call it. `counts`: messages received per topic."""
+    """Raw subscriptions of `node` to `topics` (topic -> message class; default TOPICS, a
+    joint-space run's); `write(path)` makes the bag (module docstring) from the URDF text the
+    run used. readers: topic -> the recorder's callback(message), called as a typed
+    subscription would call it. `counts`: messages received per topic."""
 
-    def __init__(self, node, urdf_text, readers=None):
+    def __init__(self, node, urdf_text, readers=None, topics=None):
         self.node, self.urdf_text = node, urdf_text
+        self.topics = TOPICS if topics is None else topics
         self.rows = []  # (ns, topic, raw bytes), in arrival order
         self.qos = {}  # topic -> rosbags Qos of its publisher
-        self.counts = {topic: 0 for topic in TOPICS}
+        self.counts = {topic: 0 for topic in self.topics}
         self.now_ns = 0
-        for topic, kind in TOPICS.items():
+        for topic, kind in self.topics.items():
             self._subscribe(kind, topic, (readers or {}).get(topic))
 
     def _subscribe(self, kind, topic, callback):
@@ -80,7 +94,7 @@ class BagTap:
         written = {}
         try:
             connections = {topic: bag.add(topic, MSGTYPES[kind], self.qos.get(topic))
-                           for topic, kind in TOPICS.items()}
+                           for topic, kind in self.topics.items()}
             latched = qos_profile(transient_local=True, depth=1)
             for topic, msgtype in (("/robot_description", "std_msgs/msg/String"),
                                    ("/tf_static", "tf2_msgs/msg/TFMessage"),

@@ -58,8 +58,10 @@ def _client(hands, lift_joint, urdf_text=None):
             self.push_pub = self.create_publisher(WrenchStamped, "/dynamics_simulator/external_wrench", 10)
             self.tap = None
             if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
-                from .bag import BagTap
-                self.tap = BagTap(self, urdf_text)
+                from .bag import BagTap, cartesian_topics
+                # the hands are held where they are: no target is published
+                self.tap = BagTap(self, urdf_text,
+                                  topics=cartesian_topics(hands, names=("current_pose",)))
             self.start()
 
         def _pose(self, link, msg):

@@ -241,7 +241,9 @@ def run_demo(args):
     print("trajectory_demo " + status_line(result["diagnostics"], "trajectory_demo", DEMO_LINE))
     print(summary(bag, result["bag"]))
     path = out / f"demo_{processes.arm_name(args.arm)}.png"
-    plot(result, path)
+    from dyn_control import load_chain
+    joints = load_chain(processes.arm_files(args.arm)[0], joints=result["joint_names"]).joints
+    plot(result, path, prismatic=[j.name for j in joints if j.type == "prismatic"])
     print(f"plot written to {path}")
     demo = result["diagnostics"].get("trajectory_demo", {})
     reached = demo.get("interface") == "topic" or demo.get("result") == "SUCCESSFUL"

@@ -163,7 +163,7 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
         bag_counts = recorder.tap.write(bag) if bag else None  # a failed run is kept too
     phases = {key[:-2]: value for key, value in demo().items() if key.endswith("_s")}
     t, q, _, effort = recorder.series("states")
-    return {"pose": recorder.pose_series("current_pose"),
+    return {"joint_names": recorder.joint_names, "pose": recorder.pose_series("current_pose"),
             "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
             "phases": phases, "exit_codes": codes, "logs": logs,
             "diagnostics": dict(recorder.diagnostics), "bag": bag_counts}

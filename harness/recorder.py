@@ -39,17 +39,6 @@ class Recorder(BackgroundNode):
                     store.append(row)
             return callback
 
-        readers = {f"{controller}/error": keep(self.errors, True),
-                   f"{controller}/reference": keep(self.references)}
-        if cartesian:
-            readers["/joint_states"] = keep(self.states)
-        self.tap = None
-        if urdf_text is not None:
-            from .bag import BagTap
-            self.tap = BagTap(self, urdf_text, readers)
-        for topic, callback in readers.items():
-            if self.tap is None or topic not in self.tap.counts:  # a topic the bag does not keep
-                self.create_subscription(JointState, topic, callback, 1000)
         def pose(store):
             def callback(msg):
                 p, o = msg.pose.position, msg.pose.orientation
@@ -58,9 +47,23 @@ class Recorder(BackgroundNode):
                                   np.array([o.x, o.y, o.z, o.w])))
             return callback
 
-        if cartesian:
+        kinds = {}  # topic -> (message class, callback)
+        if cartesian:  # the joint states (their names too) and the poses
+            kinds["/joint_states"] = (JointState, keep(self.states, True))
             for name, store in self.poses.items():
-                self.create_subscription(PoseStamped, f"{controller}/{name}", pose(store), 100)
+                kinds[f"{controller}/{name}"] = (PoseStamped, pose(store))
+        else:
+            kinds[f"{controller}/error"] = (JointState, keep(self.errors, True))
+            kinds[f"{controller}/reference"] = (JointState, keep(self.references))
+        self.tap = None
+        if urdf_text is not None:
+            from .bag import BagTap, cartesian_topics
+            self.tap = BagTap(self, urdf_text, {t: c for t, (_, c) in kinds.items()},
+                              cartesian_topics() if cartesian else None)
+        for topic, (kind, callback) in kinds.items():
+            if self.tap is None or topic not in self.tap.counts:  # a topic the bag does not keep
+                self.create_subscription(kind, topic, callback, 1000)
+
         def diagnostics(msg):
             with self.lock:
                 self.diagnostics.update(read_diagnostics(msg))

@@ -21,8 +21,27 @@ DEMO = {"push_force": FORCE, "push_duration": 2.0, "settle": 2.0}  # long enough
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return cartesian_loop("default_arm", tmp_path_factory.mktemp("cartesian"), 69,
-                          demo_params=DEMO)
+    folder = tmp_path_factory.mktemp("cartesian")
+    result = cartesian_loop("default_arm", folder / "logs", 69, demo_params=DEMO,
+                            bag=folder / "run")
+    result["bag_path"] = folder / "run"
+    return result
+
+
+def test_the_bag_holds_the_poses_not_the_joint_space_topics(run):
+    """A Cartesian run's bag: the controller's ~/current_pose and ~/target_pose (what the run
+    is about) with their messages, as many as the recorder received, beside the loop's topics;
+    no empty ~/reference and ~/error."""
+    from test_demo_bag import read_rosbags
+    messages, kinds = read_rosbags(run["bag_path"])
+    for name in ("current_pose", "target_pose"):
+        topic = f"/computed_torque_controller/{name}"
+        assert kinds[topic][0] == "geometry_msgs/msg/PoseStamped"
+        assert len(messages[topic]) == len(run[{"current_pose": "pose"}.get(name, "target")][0])
+        assert len(messages[topic]) > 100
+    assert not {"/computed_torque_controller/reference", "/computed_torque_controller/error"} \
+        & set(kinds)
+    assert len(messages["/joint_states"]) > 1000 and len(messages["/tf"]) > 1000
 
 
 def test_a_push_moves_the_hand_by_f_over_k(run):

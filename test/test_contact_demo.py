@@ -11,7 +11,7 @@ from harness import demo  # noqa: E402  (a module that starts processes: marked 
 
 ARMS = {"default_arm": ([], "78"),
         "ur5": (["--arm", "ur_description/urdf/ur5_robot.urdf"], "41"),
-        "panda": (["--arm", "panda_description/urdf/panda.urdf", "--tip", "panda_hand"], "43")}
+        "panda": (["--arm", "panda_description/urdf/panda.urdf", "--tip", "panda_hand"], "46")}
 
 
 @pytest.mark.parametrize("name", ARMS)

@@ -569,6 +569,9 @@ def test_bad_typed_or_ranged_parameters_stop_the_node_with_one_line(params, name
     ({"effort_limits": "abc"}, "effort_limits must be a finite number or a list of them"),
     ({"dt": -1.0}, "dt"),
     ({"payload_mass": -1.0}, "payload_mass"),
+    ({"initial_positions": [0.0, 0.6, 0.0, 9.0, 0.0, 0.8, 0.0]},
+     "initial_positions: joint 'joint4' at 9 is outside its limits"),
+    ({"publish_rate": 2000.0}, "publish_rate 2000 Hz is above 1/dt = 1000 Hz"),
 ])
 def test_simulator_bad_configuration_stops_with_one_line(params, named):
     res = subprocess.run([executable("dynamics_simulator"),
@@ -577,6 +580,17 @@ def test_simulator_bad_configuration_stops_with_one_line(params, named):
                          env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert res.returncode == 1 and len(lines) == 1 and named in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_cartesian_demo_refuses_a_push_force_that_is_not_three_values():
+    res = subprocess.run([executable("cartesian_demo"),
+                          *ros_args(params={"push_force": [1.0]})],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
+    assert res.returncode == 1 and len(lines) == 1, res.stderr
+    assert "push_force must be 3 finite values (N, base axes), got [1.0]" in lines[0]
     assert "Traceback" not in res.stderr
 
 

@@ -20,8 +20,22 @@ from harness.bimanual import bimanual_figures, bimanual_loop  # noqa: E402
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    result = bimanual_loop("dual_arm", tmp_path_factory.mktemp("bimanual"), 43)
+    folder = tmp_path_factory.mktemp("bimanual")
+    result = bimanual_loop("dual_arm", folder / "logs", 43, bag=folder / "run")
+    result["bag_path"] = folder / "run"
     return result, bimanual_figures(result)
+
+
+def test_the_bag_holds_each_hands_poses(run):
+    """Both hands' ~/<link>/current_pose, with messages (the demo holds the hands where they
+    are: no target is published, so none is kept); no empty joint-space topic."""
+    from test_demo_bag import read_rosbags
+    messages, kinds = read_rosbags(run[0]["bag_path"])
+    for link in ("left_tool", "right_tool"):
+        topic = f"/computed_torque_controller/{link}/current_pose"
+        assert kinds[topic][0] == "geometry_msgs/msg/PoseStamped" and len(messages[topic]) > 100
+    assert not {"/computed_torque_controller/reference", "/computed_torque_controller/error"} \
+        & set(kinds)
 
 
 def test_both_hands_hold_within_1_mm_while_the_torso_lifts(run):

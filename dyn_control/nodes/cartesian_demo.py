@@ -17,13 +17,15 @@ under use_sim_time):
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from .. import kinematics
 from ..parameters import CARTESIAN_DEMO
+from ..stages.watchdog import WAIT_SAY
 from . import messages
 from .diagnostics import publish_diagnostics
-from .params import declare_parameters
+from .params import StartupError, declare_parameters
 from .process import run
 
 CONTROLLER = "/computed_torque_controller"
@@ -38,6 +40,10 @@ class CartesianDemo(Node):
         self.fatal = None
         declare_parameters(self, CARTESIAN_DEMO)
         self.p = {param.name: self.get_parameter(param.name).value for param in CARTESIAN_DEMO}
+        force = np.asarray(self.p["push_force"], dtype=float).ravel()
+        if force.shape != (3,) or not np.all(np.isfinite(force)):
+            raise StartupError(f"push_force must be 3 finite values (N, base axes), got "
+                               f"{force.tolist()}")
         self.start = None  # (t0 s, R, p) once the first current pose came
         self.pose_msg = None
         self.phase = "waiting"
@@ -46,6 +52,17 @@ class CartesianDemo(Node):
         self.create_subscription(PoseStamped, f"{CONTROLLER}/current_pose", self._on_pose, 10)
         self.create_timer(0.02, self._tick)
         publish_diagnostics(self, self.status, period=0.2)  # 5 Hz: the harness waits on it
+        self._wait_say = self.create_timer(WAIT_SAY, self.say_waiting,
+                                           clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def say_waiting(self):
+        """Once, WAIT_SAY s after the start, what it still waits for."""
+        self._wait_say.cancel()
+        if self.start is None:
+            self.get_logger().info(
+                f"waiting for {CONTROLLER}/current_pose (the controller in cartesian_impedance) "
+                f"and for {CONTROLLER} and {SIMULATOR} to listen on target_pose and "
+                "external_wrench")
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9

@@ -17,6 +17,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..parameters import TRAJECTORY_DEMO
+from ..stages.watchdog import WAIT_SAY
 from ..trajectory import demo_waypoints
 from . import messages, trajectory_action
 from .diagnostics import publish_diagnostics
@@ -57,6 +58,20 @@ class TrajectoryDemo(Node):
                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
         # 5 Hz: the harness waits on it for the result
         publish_diagnostics(self, lambda: ("OK", *self.report), period=0.2)
+        self._wait_say = self.create_timer(WAIT_SAY, self.say_waiting,
+                                           clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def say_waiting(self):
+        """Once, WAIT_SAY s after the start, what it still waits for (nothing: silence)."""
+        self._wait_say.cancel()
+        if self.sent:
+            return
+        awaited = (f"a joint state on /joint_states naming {', '.join(self.chain.joint_names)}"
+                   if self.state_sub is not None else
+                   f"{CONTROLLER}'s follow_joint_trajectory action server"
+                   if self.action is not None else f"a subscriber on {CONTROLLER}/joint_trajectory")
+        self.get_logger().info(f"waiting for {awaited}")
+        self.report = ("waiting", {"waiting_for": awaited})
 
     def ready(self):
         return (self.action.server_is_ready() if self.action is not None else
