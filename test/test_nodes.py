@@ -411,6 +411,24 @@ def wait_until(condition, timeout):
         time.sleep(0.01)
 
 
+def test_trajectory_demo_says_on_diagnostics_what_it_waits_for():
+    """Started alone, it reports what it waits for (the controller's action server; once that
+    is there, a joint state naming the arm's joints), on /diagnostics' status values."""
+    demo = TrajectoryDemo(parameter_overrides=[
+        *config_overrides("demo", "trajectory_demo"), Parameter("urdf_file", value=ARM)])
+    try:
+        demo.say_waiting()
+        assert demo.report == ("waiting", {"waiting_for": f"{CONTROLLER}'s "
+                                                          "follow_joint_trajectory action server"})
+        demo.state_sub = object()  # the controller was ready: now the state is awaited
+        demo.say_waiting()
+        assert demo.report[1]["waiting_for"] == ("a joint state on /joint_states naming "
+                                                 + ", ".join(NAMES))
+    finally:
+        demo.state_sub = None
+        demo.destroy_node()
+
+
 def test_trajectory_demo_centres_on_a_state_taken_once_the_controller_is_ready():
     """States from before the controller is ready are not taken (an arm nobody holds sags);
     after it, the first state is the centre, and the one trajectory goes out at once.
