@@ -19,6 +19,7 @@ error and the controller's compute time, and writes a plot (desired vs actual, e
 import argparse
 import os
 import pathlib
+import signal
 import sys
 import time
 
@@ -175,15 +176,31 @@ def main(argv=None):
         except PortInUse as err:
             print(f"make demo VIEW=1: {err}", file=sys.stderr)
             return 2
-        view = start_view(args)
+    # SIGTERM as Ctrl-C: every process started is stopped (its default ended this one alone,
+    # and the view, in a session of its own, served on for good)
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
-        code = run_demo(args)
-    except (RuntimeError, TimeoutError) as err:  # a node died, or the loop never started
-        print(f"make demo: {str(err).splitlines()[0]} (logs in {args.out}/)", file=sys.stderr)
-        code = 1
-    if view is not None:
-        hold_view(view, args.view_port)
-    return code
+        if args.view_port is not None:
+            view = start_view(args)
+        try:
+            code = run_demo(args)
+        except (RuntimeError, TimeoutError) as err:  # a node died, or the loop never started
+            print(f"make demo: {str(err).splitlines()[0]} (logs in {args.out}/logs/)",
+                  file=sys.stderr)
+            code = 1
+        if view is not None:
+            hold_view(view, args.view_port)
+        return code
+    except KeyboardInterrupt:
+        print("make demo: stopped", file=sys.stderr)
+        return 130
+    finally:
+        if view is not None:
+            view.stop()
+
+
+def _interrupted(*_):
+    raise KeyboardInterrupt
 
 
 def start_view(args):

@@ -270,6 +270,11 @@ def main(argv=None):
                         "screenshots in DIR from chromium-headless-shell, and how much differs")
     args, ros = parser.parse_known_args(argv)
     if args.browser_check:
+        import shutil
+        if shutil.which("chromium-headless-shell") is None:
+            print("view --browser-check: chromium-headless-shell is not installed (Debian: "
+                  "apt-get install chromium-headless-shell)", file=sys.stderr)
+            return 2
         share, shots = browser_check(args.urdf, args.browser_check, args.port)
         print(f"{', '.join(map(str, shots))}: {100 * share:.2f} % of the pixels differ")
         return 0 if share > 0 else 1

@@ -172,3 +172,61 @@ def test_the_view_node_shows_published_joint_states_and_markers(view):
         talker.destroy_node()
         node.close()
         rclpy.try_shutdown()
+
+
+def test_sigterm_to_make_demo_view_stops_the_view_and_every_node(tmp_path):
+    """SIGTERM to `make demo VIEW=1`'s process is taken as Ctrl-C: the view (a process in a
+    session of its own) and the loop's nodes are stopped, none is left running (every process
+    of this test's ROS domain, read from /proc)."""
+    import os
+    import pathlib
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import PACKAGE_DIR
+    domain = "48"
+    demo = subprocess.Popen([sys.executable, "-m", "harness.demo", "--out", str(tmp_path),
+                             "--view-port", str(free_port())], cwd=PACKAGE_DIR,
+                            env={**os.environ, "ROS_DOMAIN_ID": domain},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def in_domain():
+        found = []
+        for proc in pathlib.Path("/proc").glob("[0-9]*"):
+            try:
+                environ = (proc / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if f"ROS_DOMAIN_ID={domain}".encode() in environ and int(proc.name) != demo.pid:
+                found.append(int(proc.name))
+        return found
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(in_domain()) < 3:  # the view and the loop's first nodes
+            assert time.monotonic() < deadline and demo.poll() is None
+            time.sleep(0.2)
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while in_domain() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert in_domain() == []
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+        for pid in in_domain():
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_browser_check_without_the_browser_is_one_line(monkeypatch, capsys):
+    import shutil
+
+    from harness import view
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert view.main(["--urdf", str(DEFAULT_ARM), "--browser-check", "/nowhere"]) == 2
+    assert capsys.readouterr().err == (
+        "view --browser-check: chromium-headless-shell is not installed (Debian: apt-get "
+        "install chromium-headless-shell)\n")
