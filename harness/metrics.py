@@ -76,9 +76,11 @@ CONTROLLER_LINE = ("compute time over the last {compute_window_ticks:.0f} ticks:
                    "{stale_state_events:.0f} stale-state events)")
 
 
-SIMULATOR_LINE = ("deadlines: {states:.0f} states, {missed:.0f} missed, {deadlines_met_percent} % "
-                  "met; real-time factor {real_time_factor}; {blowups:.0f} blow-ups, "
-                  "{command_timeouts:.0f} command timeouts")
+# from its last /diagnostics before the stop (its log's last count goes on to the stop itself)
+SIMULATOR_LINE = ("deadlines to t = {time:.1f} s of simulated time: {states:.0f} states, "
+                  "{missed:.0f} missed, {deadlines_met_percent} % met; real-time factor "
+                  "{real_time_factor}; {blowups:.0f} blow-ups, {command_timeouts:.0f} command "
+                  "timeouts")
 
 
 DEMO_LINE = ("sent {points:.0f} points over {duration_s:.1f} s ({interface}); goal result: "
