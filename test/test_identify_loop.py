@@ -37,12 +37,12 @@ def test_identify_on_a_simulated_real_arm(name, tmp_path):
     (issue 40's defect wrote it into the transmissions) and tracks the held-out trajectory
     in the synchronous in-process loop (which reproduced the DDS loop to 4 digits on the
     default arm), within 1.5x of the true URDF (1.03x seen on the UR5, 1.27x on the Panda).
-    Over DDS, the demo trajectory on
-    the truth (simulated as a real arm: harness.loop gives sim_urdf REAL_ARM_SUBSTEPS),
-    computed torque with integral off: at least 10x better given the identified URDF than
-    given the nominal file (the UR5 1447x: 3.1e-5 against 4.5e-2 rad, the worst joint's RMS;
-    the Panda 400x: 2.4e-4 against 9.7e-2), and the true URDF better still. The runs are synchronous in simulated time: the
-    figures do not depend on the load."""
+    Over DDS, the demo trajectory on the truth (simulated as a real arm: harness.loop gives
+    sim_urdf REAL_ARM_SUBSTEPS), computed torque with integral off: at least 10x better given
+    the identified URDF than given the nominal file (the UR5 1447x: 3.1e-5 against 4.5e-2
+    rad, the worst joint's RMS; the Panda 400x: 2.4e-4 against 9.7e-2), and the true URDF
+    better still. The runs are synchronous in simulated time: the figures do not depend on
+    the load."""
     require("clarabel")
     require("rosbags")
     from dyn_control.recording import read_states
