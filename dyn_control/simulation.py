@@ -118,7 +118,8 @@ def default_initial_positions(chain, limits=None):
     """zero_pose, or where the effort limits (default the URDF's) cannot hold it against
     gravity, the nearest pose they can (holdable_pose: Baxter's left_s1 needs 56 N m at zero
     against 50)."""
-    return holdable_pose(chain, zero_pose(chain), effort_limits(chain) if limits is None else limits)
+    limits = effort_limits(chain) if limits is None else limits
+    return holdable_pose(chain, zero_pose(chain), limits)
 
 
 def stiff_joints(chain, q, dt=DEFAULT_DT):

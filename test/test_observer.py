@@ -343,8 +343,8 @@ def test_mass_times_velocity_is_the_momentum(arm):
 def test_a_joint_that_sticks_in_its_friction_reads_no_contact_and_a_push_beyond_it_does():
     """The seeds' 2R arm with 1 N m of Coulomb friction per joint, held by g(q) plus 0.6 N m
     on joint 1: the simulator's friction sticks and holds that 0.6 N m, which the residual r
-    reads as a torque against it (its filter's closed form -0.6 (1 - e^(-K t))), while felt, what the observer gives
-    as the world's, stays 0: it cannot be told from friction. At rest the filtered band is
+    reads as a torque against it (its filter's closed form -0.6 (1 - e^(-K t))), while felt,
+    what the observer gives as the world's, stays 0: it cannot be told from friction. At rest the filtered band is
     1 - e^(-K t) of the friction, so a 3 N m residual is felt as 3 - 1 once it has settled."""
     from dataclasses import replace
     two = load_chain(URDF_DIR / "two_link.urdf")

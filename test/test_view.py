@@ -37,20 +37,26 @@ def view():
     v.close()
 
 
+def assert_links_where_the_kinematics_puts_them(view, chain, q):
+    """Show q; every link the chain moves is at frame_pose's pose, 1e-6. -> {link: p}."""
+    view.show_state(dict(zip(chain.joint_names, q)))
+    poses = {}
+    for links in chain.lumped_links:
+        for link in links:
+            R, p = held(view.frames[link])
+            R_fk, p_fk = frame_pose(chain, q, link)
+            np.testing.assert_allclose(p, p_fk, atol=1e-6)
+            np.testing.assert_allclose(R, R_fk, atol=1e-6)
+            poses[link] = p
+    return poses
+
+
 def test_every_link_is_where_the_forward_kinematics_puts_it_and_moves_with_the_arm(view):
     chain = load_chain(DEFAULT_ARM)
     rng = np.random.default_rng(0)
     before = None
     for q in (np.zeros(chain.n), rng.uniform(-1.0, 1.0, chain.n)):
-        view.show_state(dict(zip(chain.joint_names, q)))
-        poses = {}
-        for links in chain.lumped_links:
-            for link in links:
-                R, p = held(view.frames[link])
-                R_fk, p_fk = frame_pose(chain, q, link)
-                np.testing.assert_allclose(p, p_fk, atol=1e-6)
-                np.testing.assert_allclose(R, R_fk, atol=1e-6)
-                poses[link] = p
+        poses = assert_links_where_the_kinematics_puts_them(view, chain, q)
         if before is not None:  # the hand moved with the arm
             assert np.linalg.norm(poses[chain.tip_link] - before[chain.tip_link]) > 0.05
         before = poses
@@ -124,13 +130,7 @@ def test_a_real_arms_meshes_load_and_its_links_are_where_the_kinematics_puts_the
         assert path.read_text().count("<visual>") >= meshes
         q = np.random.default_rng(1).uniform(-0.5, 0.5, chain.n) + np.clip(
             0.0, chain.position_min + 0.5, chain.position_max - 0.5)
-        v.show_state(dict(zip(chain.joint_names, q)))
-        for links in chain.lumped_links:
-            for link in links:
-                R, p = held(v.frames[link])
-                R_fk, p_fk = frame_pose(chain, q, link)
-                np.testing.assert_allclose(p, p_fk, atol=1e-6)
-                np.testing.assert_allclose(R, R_fk, atol=1e-6)
+        assert_links_where_the_kinematics_puts_them(v, chain, q)
     finally:
         v.close()
 
