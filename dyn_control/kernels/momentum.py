@@ -205,12 +205,12 @@ def observe(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
             friction_velocity, dt, decay, started, memory, r, band, felt, bodies, R_offs, p_offs,
             singular_value, forces, singular, joint_levels, force_levels, found):
     """The observe stage's tick in one call (stages.contact): observer_update, then, for each
-    frame k (bodies, R_offs, p_offs; none: no wrench), the wrench of r there into forces[k] and
-    whether J was singular into singular[k]; then for each level (0: contact, 1: collision)
-    the first joint whose |r| is over joint_levels[level], else the first frame whose force's
-    norm is over force_levels[level] (a level at 0 is off): found[level] = (1, joint) or
-    (2, frame), (0, -1) for none. The wrenches and levels take felt (beyond_friction), which
-    it fills. Returns how many frames were singular."""
+    frame k (bodies, R_offs, p_offs; none: no wrench), the wrench of felt (r beyond friction:
+    beyond_friction, which fills it) there into forces[k] and whether J was singular into
+    singular[k]; then for each level (0: contact, 1: collision) the first joint whose |felt| is
+    over joint_levels[level], else the first frame whose force's norm is over
+    force_levels[level] (a level at 0 is off): found[level] = (1, joint) or (2, frame), (0, -1)
+    for none. Returns how many frames were singular."""
     observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
                     friction_velocity, dt, decay, started, memory, r)
     beyond_friction(qd, friction, friction_velocity, decay, band, r, felt)
