@@ -112,14 +112,15 @@ def test_a_mesh_that_cannot_be_found_is_skipped_with_one_warning_and_a_busy_port
 
 @pytest.mark.parametrize("rel,kwargs,meshes", [
     ("ur_description/urdf/ur5_robot.urdf", {}, 7),
-    ("panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"}, 10)])
+    ("panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"}, 10),
+    ("xarm_description/urdf/xarm7.urdf", {}, 8)])
 def test_a_real_arms_meshes_load_and_its_links_are_where_the_kinematics_puts_them(rel, kwargs,
                                                                                 meshes):
-    """example-robot-data's UR5 and Panda, their own files: their visual meshes (COLLADA
-    through pycollada; package:// paths, found under the package's folder above the URDF, the
-    Panda's as package://example-robot-data/robots/...) are in the scene, none skipped, no
-    warning; and at a random state every link the chain moves (the Panda's hand and locked
-    fingers too) is where frame_pose puts it, to 1e-6."""
+    """example-robot-data's UR5, Panda and xArm7, their own files: their visual meshes
+    (COLLADA through pycollada, the xArm7's STL; package:// paths, found under the package's
+    folder above the URDF, the Panda's and the xArm7's as package://example-robot-data/...)
+    are in the scene, none skipped, no warning; and at a random state every link the chain
+    moves (the Panda's hand and locked fingers too) is where frame_pose puts it, to 1e-6."""
     path = robots_dir() / rel
     chain = load_chain(path, **kwargs)
     with warnings.catch_warnings():
