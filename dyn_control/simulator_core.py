@@ -11,6 +11,8 @@ on simulated time; the real-time factor is simulated s per `now` s since the fir
 an answer. What a person should read goes to `events` as (level, text, throttle).
 """
 
+import threading
+
 import numpy as np
 
 from .cores import REPORT_EVERY, Events, JointSettings
@@ -72,6 +74,8 @@ class SimulatorCore(Events):
         self.noise = s["noise"]  # sigma of q, qd and effort, on what is published
         self.rng = np.random.default_rng(s["seed"])
         self._next_report = REPORT_EVERY
+        self.scheduled = []  # (simulated s, wrench, link) of pushes stamped ahead, soonest first
+        self.lock = threading.Lock()  # the message thread schedules, the stepping thread takes
         self.overloads = gravity_overloads(s["model"], s["q0"], s["limits"])
         for line in self.overloads:  # initial_positions the limits cannot hold
             self._say("warning", f"the start pose cannot be held: {line}")
@@ -90,9 +94,20 @@ class SimulatorCore(Events):
         """A new payload: the next step carries it."""
         self.sim.chain = model
 
-    def push(self, wrench, link=""):
+    def push(self, wrench, link="", at=None):
         """An external wrench (6,) [force N; moment N m], base axes, on `link`'s origin (""
-        the tip link) from the next step on; zero ends it. ValueError names a bad link."""
+        the tip link) from the next step on, or from the simulated time `at` (s) when that is
+        still to come (a wrench stamped ahead: a scenario keeps its times whatever the load on
+        whoever sent it); zero ends it. ValueError names a bad link."""
+        self.chain.frame(link or self.chain.tip_link)  # a bad link is refused now, not later
+        if at is not None and at > self.sim.t:
+            with self.lock:
+                self.scheduled.append((at, np.array(wrench, dtype=float), link))
+                self.scheduled.sort(key=lambda item: item[0])
+            return
+        self._apply_push(wrench, link)
+
+    def _apply_push(self, wrench, link):
         self.sim.push(wrench, link or None)
         self._say("info", f"push on '{link or self.chain.tip_link}': force "
                           f"{np.round(wrench[:3], 3).tolist()} N, moment "
@@ -117,9 +132,13 @@ class SimulatorCore(Events):
             self._say("info", f"first command at t = {self.sim.t:.3f} s: brakes released")
 
     def step(self, now):
-        """One dt: braked, or under the last command (zero after command_timeout). Returns
-        whether a state is due now (every publish_every steps)."""
+        """One dt: braked, or under the last command (zero after command_timeout), with the
+        pushes due by now. Returns whether a state is due now (every publish_every steps)."""
         self._check_command_timeout(now)
+        while self.scheduled and self.scheduled[0][0] <= self.sim.t + 0.5 * self.sim.dt:
+            with self.lock:
+                _, wrench, link = self.scheduled.pop(0)
+            self._apply_push(wrench, link)
         if self.braked:
             self.sim.hold()
         elif not self.sim.step(self.command):

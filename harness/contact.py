@@ -34,13 +34,45 @@ def _recorder(urdf_text=None):
     from dyn_control.nodes import messages
     from dyn_control.nodes.diagnostics import read_diagnostics
 
+    from rosgraph_msgs.msg import Clock
+
     from .background import BackgroundNode
+
+    class Pacer(BackgroundNode):
+        """The scenario's clock, its pushes, the reset and the nodes' statuses, in a node and a
+        thread of their own, apart from the recorder: the synchronous simulator waits for the
+        controller, not for the recorder, whose 1 kHz topics a loaded machine leaves seconds
+        behind (pushes timed from its latest state landed after the goal had ended, and the
+        reset's answer queued behind them). /clock is kept one deep: its latest, never a
+        backlog."""
+
+        def __init__(self):
+            super().__init__("contact_demo_pacer")
+            self.time, self.diagnostics = -1.0, {}
+
+            def tick(msg):
+                with self.lock:
+                    self.time = msg.clock.sec + 1e-9 * msg.clock.nanosec
+
+            def diagnostics(msg):
+                with self.lock:
+                    self.diagnostics.update(read_diagnostics(msg))
+
+            self.create_subscription(Clock, "/clock", tick, 1)
+            self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
+            self.pusher = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
+            self.reset = self.create_client(Trigger, f"{CONTROLLER}/reset_collision")
+            self.start()
+
+        def now(self):
+            with self.lock:
+                return self.time
 
     class ContactRecorder(BackgroundNode):
         def __init__(self):
             super().__init__("contact_demo_recorder")
             self.rows = {"states": [], "estimate": [], "wrench": [], "truth": []}
-            self.diagnostics = {}
+            self.pacer = Pacer()
 
             def keep(key, read):
                 def callback(msg):
@@ -51,10 +83,6 @@ def _recorder(urdf_text=None):
             def wrench(msg):
                 f, m = msg.wrench.force, msg.wrench.torque
                 return np.array([f.x, f.y, f.z, m.x, m.y, m.z])
-
-            def diagnostics(msg):
-                with self.lock:
-                    self.diagnostics.update(read_diagnostics(msg))
 
             readers = {}
             for key, kind, topic, read in (
@@ -68,32 +96,42 @@ def _recorder(urdf_text=None):
                     readers[topic] = keep(key, read)  # read through the bag's subscription
                 else:
                     self.create_subscription(kind, topic, keep(key, read), 5000)
-            self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
-            self.pusher = self.create_publisher(WrenchStamped, f"{SIMULATOR}/external_wrench", 10)
-            self.reset = self.create_client(Trigger, f"{CONTROLLER}/reset_collision")
             self.tap = None
             if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
                 from .bag import BagTap
                 self.tap = BagTap(self, urdf_text, readers)
             self.start()
 
+        def close(self):
+            self.pacer.close()
+            super().close()
+
+        @property
+        def diagnostics(self):
+            with self.pacer.lock:
+                return dict(self.pacer.diagnostics)
+
         def now(self):
-            with self.lock:
-                return self.rows["states"][-1][0] if self.rows["states"] else -1.0
+            """The simulated time now (the pacer's latest /clock)."""
+            return self.pacer.now()
 
         def series(self, key):
             with self.lock:
                 rows = list(self.rows[key])
             return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
-        def push(self, w):
+        def push(self, w, at=None):
+            """The wrench w (6,) on the tip link: now, or from the simulated time `at`."""
             msg = WrenchStamped()
+            if at is not None:
+                messages.set_stamp(msg.header.stamp, at)
             f, m = msg.wrench.force, msg.wrench.torque
             (f.x, f.y, f.z), (m.x, m.y, m.z) = w[:3], w[3:]
-            self.pusher.publish(msg)
+            self.pacer.pusher.publish(msg)
 
         def call_reset(self, timeout=30.0):  # a loaded recorder answered nothing within 10 s
-            future = self.call_in_spin(lambda: self.reset.call_async(Trigger.Request()))
+            pacer = self.pacer
+            future = pacer.call_in_spin(lambda: pacer.reset.call_async(Trigger.Request()))
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if future.done() and (not hasattr(future.result(), "done") or
@@ -144,12 +182,13 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
                                            log_dir=out, env=env))
         demo = lambda: rec.diagnostics.get("trajectory_demo", {})  # noqa: E731
         _until(lambda: demo().get("message") not in (None, "waiting"), nodes, timeout, "the goal")
+        # the pushes go out at once, each stamped with its simulated time: the simulator
+        # applies it then, whatever the load on this process
         start = rec.now()
         for name, at, wrench in (("push", 3.0, PUSH), ("push_end", 4.5, np.zeros(6)),
                                  ("collision", 6.0, COLLISION)):
-            _until(lambda: rec.now() >= start + at, nodes, timeout, f"t = {at} s")
-            rec.push(wrench)
-            phases[name] = rec.now()
+            rec.push(wrench, start + at)
+            phases[name] = start + at
         _until(lambda: "result" in demo(), nodes, timeout, "the goal's result")
         hold = rec.now()
         _until(lambda: rec.now() >= hold + 0.5, nodes, timeout, "the hold")

@@ -262,3 +262,26 @@ def test_a_controller_with_no_joint_state_says_once_what_it_waits_for(chain):
     waits = [text for _, text, _ in core.drain() if text.startswith("waiting")]
     assert waits == ["waiting for the first joint state naming " + ", ".join(NAMES)
                      + ": none for 2.5 s"]
+
+
+def test_a_push_stamped_ahead_is_applied_at_its_simulated_time(chain):
+    """A push stamped ahead of the simulated time waits for it, then acts from the step that
+    starts there (at 1 ms steps: the 10th, for 0.010 s), an end stamped later ends it there;
+    an unknown link is refused at once."""
+    sim = SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR)))
+    sim.on_command(0.0, gravity_torques(chain, sim.sim.q))
+    wrench = np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0])
+    sim.push(wrench, at=0.010)
+    sim.push(np.zeros(6), at=0.015)
+    started = ended = None
+    for _ in range(30):
+        before = sim.sim.t
+        sim.step(0.0)
+        if started is None and sim.sim.external is not None:
+            started = before
+        if started is not None and ended is None and sim.sim.external is None:
+            ended = before
+    assert started == pytest.approx(0.010) and ended == pytest.approx(0.015)
+    with pytest.raises(ValueError, match="'nowhere'"):
+        sim.push(wrench, "nowhere", at=1.0)
+    assert sim.scheduled == []

@@ -3,7 +3,7 @@
 Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` order) and holds
 the last one, and ~/external_wrench (geometry_msgs/WrenchStamped: a push on the link named by
 frame_id, empty for the tip link, in base axes at the link's origin, until the next one; a zero
-wrench ends it); publishes /joint_states (every chain joint: position, velocity, effort = applied
+wrench ends it; a stamp ahead of the simulated time holds it until then); publishes /joint_states (every chain joint: position, velocity, effort = applied
 torque) stamped with the simulation time, ~/applied_external_joint_torques (JointState: name and
 effort, the joint torques J^T w that the push applied over the step before the state, with the
 state's stamp) with each state while a push acts and once more when it ends (zeros), and /clock
@@ -135,7 +135,9 @@ class DynamicsSimulator(Node):
         if self.core is None:
             return
         try:
-            self.core.push(messages.read_wrench(msg, "external_wrench"), msg.header.frame_id)
+            stamp = messages.to_seconds(msg.header.stamp)  # 0: now; ahead: from then on
+            self.core.push(messages.read_wrench(msg, "external_wrench"), msg.header.frame_id,
+                           at=stamp if stamp > 0 else None)
         except ValueError as err:  # BadMessage too
             self.get_logger().warning(f"external_wrench dropped: {err}", throttle_duration_sec=1.0)
             return
