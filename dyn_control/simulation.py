@@ -163,6 +163,7 @@ class Simulation:
         self.t = 0.0
         self.steps = 0
         self.blowups = 0  # steps undone because the state became non-finite
+        self.stop_steps = 0  # steps that ended with a joint on one of its stops
         self.effort_limits = (np.full(chain.n, np.inf) if effort_limits is None
                               else np.asarray(effort_limits, dtype=float))
         # the stops the step enforces (the chain's cleaned bounds; chain.lower/upper are the URDF's)
@@ -214,9 +215,15 @@ class Simulation:
             self.tau = np.zeros_like(self.tau)
             self.blowups += 1
         self.q, self.qd = q, qd
+        if self.at_stop():
+            self.stop_steps += 1
         self.steps += 1
         self.t = self.steps * self.dt
         return finite
+
+    def at_stop(self):
+        """Whether a joint is on one of its stops (what a real arm's firmware stops for)."""
+        return bool(np.any(self.q <= self.position_min) or np.any(self.q >= self.position_max))
 
     def hold(self):
         """Advance one dt with the joints braked: time passes, the arm does not move."""

@@ -178,7 +178,8 @@ class SimulatorCore(Events):
             "time": round(self.sim.t, 3), "states": self.states, "missed": self.missed,
             "deadlines_met_percent": round(met, 2),
             "real_time_factor": "-" if rtf is None else round(rtf, 3),
-            "blowups": self.sim.blowups, "command_timeouts": self.timeouts}
+            "blowups": self.sim.blowups, "command_timeouts": self.timeouts,
+            "stop_steps": self.sim.stop_steps}
         if self.overloads:
             values["start_pose_not_held"] = "; ".join(self.overloads)
         return ("WARN" if self.timed_out or self.sim.blowups or self.overloads else "OK",
