@@ -43,6 +43,16 @@ friction_compensation adds the URDF's joint damping B and Coulomb friction F:
   fading to zero within `deadband` (rad) of the target. friction * sign(qd_d) gave nothing at
   rest, so a joint stuck inside its friction band stayed there (xArm7: 6.7e-3 rad of a 1e-2
   offset left after 2 s); with the pull it ends within the deadband.
+
+teach (TeachLaw), to move the arm by hand: tau = ID(q, qd, -c qd) + B qd + F clip(qd / band,
+-1, 1) = g(q) + C(q, qd) qd - M(q) c qd + B qd + F clip(...). Gravity and the Coriolis terms
+are cancelled, the URDF's damping and friction too (the friction in the direction of motion,
+fading out below `band` rad/s, so an arm at rest stays where it was left: its own friction
+holds it), and the damping c (1/s) acts through M: every motion a push left decays as e^-ct,
+the heavy shoulder's as the light wrist's (with c I(q), each joint's inertia with the others
+free, a push on the default arm still moved it 0.9 rad in the 4 s after it ended). B qd at the
+measured qd cancels damping that acts through the period, as the simulator's implicit step
+takes it: the arm moves as if it had none.
 """
 
 import math
@@ -57,6 +67,8 @@ from .layout import Data
 from .model import as_limit
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
+TEACH = "teach"  # the controller mode of TeachLaw
+TEACH_FRICTION_BAND = 0.01  # rad/s: teach's friction compensation fades out below it
 COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
 DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
 DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
@@ -226,6 +238,41 @@ class ControlLaw:
         return cls(chain, "gravity_pd", zero, zero, limits)
 
 
+@jit
+def _teach(mvec, mrot, ints, vecs, rots, mats, damping, friction, band, teach_damping, limits, q,
+           qd):
+    """The teach law of the module docstring -> tau (n,), saturated."""
+    n = q.shape[0]
+    model = (mvec, mrot, ints, vecs, rots, mats)
+    tau, slowing = np.empty(n), np.empty(n)
+    for i in range(n):
+        slowing[i] = -teach_damping[i] * qd[i]
+    newton_euler.inverse_dynamics(*model, q, qd, slowing, _ZERO6, tau)
+    for i in range(n):
+        share = min(max(qd[i] / band, -1.0), 1.0)
+        tau[i] += damping[i] * qd[i] + friction[i] * share
+    return saturate(tau, limits)
+
+
+class TeachLaw:
+    """The teach law (module docstring): chain, teach_damping (n,) 1/s, limits (n,) saturation,
+    friction_compensation (the URDF's damping and friction, or none). Called with (q, qd)."""
+
+    def __init__(self, chain, teach_damping, limits, friction_compensation=True):
+        n = chain.n
+        zero = np.zeros(n)
+        self.chain, self.data = chain, Data(chain.pack)
+        self._args = (*self.data.args,
+                      chain.damping.copy() if friction_compensation else zero,
+                      chain.friction.copy() if friction_compensation else zero.copy(),
+                      TEACH_FRICTION_BAND, np.broadcast_to(teach_damping, (n,)).astype(float),
+                      np.broadcast_to(limits, (n,)).astype(float))
+
+    def __call__(self, q, qd):
+        c = self.chain
+        return _teach(*self._args, as_vector(c, q, "q"), as_vector(c, qd, "qd"))
+
+
 def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
     """Joint torques (n,) N m or N of a mode, unsaturated and without friction compensation."""
     n = chain.n
@@ -243,14 +290,30 @@ def effort_limits(chain, override=()):
     return as_limit(limits)
 
 
-def limit_rate(tau, previous, max_rate, dt):
-    """Bound the change from `previous` to tau by max_rate * dt (N m/s * s; no time, no change).
+# s: the default rate limit brings in each joint's whole effort in this long (Franka's limit of
+# 1000 N m/s on its 87 N m joints). Quicker than Franka's on a heavy arm: at 1000 N m/s a UR10,
+# its gravity ramped in from zero at start, sagged 0.08 rad before the command held it.
+EFFORT_RISE = 0.087
 
-    max_rate 0 (or no previous command) leaves tau as it is.
-    """
-    if max_rate <= 0 or previous is None:
+
+def rate_limits(limits, given):
+    """(n,) N m/s per joint, inf: none. given: unset (None or []): each effort limit over
+    EFFORT_RISE; else a scalar or one per joint (gain_vector), 0 meaning none."""
+    n = len(limits)
+    if given is None or (isinstance(given, (list, tuple)) and len(given) == 0):
+        return np.asarray(limits, float) / EFFORT_RISE
+    rates = gain_vector(given, n, "max_effort_rate")
+    return np.where(rates > 0, rates, np.inf)
+
+
+def limit_rate(tau, previous, max_rate, dt):
+    """Bound the change from `previous` to tau by max_rate * dt (N m/s, (n,) or a scalar, inf:
+    none, from rate_limits; no time, no change). No previous command leaves tau as it is."""
+    if previous is None:
         return tau
-    step = max_rate * max(dt, 0.0)
+    if dt <= 0:
+        return previous.copy()
+    step = max_rate * dt
     return previous + np.clip(tau - previous, -step, step)
 
 

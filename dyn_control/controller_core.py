@@ -33,18 +33,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import kinematics
+from . import barriers, kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
-from .control import ControlLaw
+from .control import MODES, TEACH, ControlLaw, TeachLaw
 from .cores import Events
 from .goals import PATH_TOLERANCE_VIOLATED, Request
 from .simulation import default_initial_positions, gravity_overloads
 from .stages.contact import ContactMonitor
+from .stages.guard import Guard
 from .stages.limits import OutputLimits
 from .stages.statistics import Statistics, report
 from .stages.target import CartesianTarget, too_stiff
 from .stages.tracking import GoalTracker
 from .stages.watchdog import Watchdog
+from .trajectory import Trajectory
 
 
 class Command(NamedTuple):
@@ -68,6 +70,7 @@ class ControllerCore(Events):
         self.watchdog, self.goals = Watchdog(self._say), GoalTracker(self._say)
         self.target, self.output = CartesianTarget(self._say), OutputLimits(self._say)
         self.contact = ContactMonitor(self._say)
+        self.guard = Guard(self._say)
         self.stats = Statistics()
         self.settings = self.law = None
         self.state = None  # (stamp, q, qd) of the last good joint state
@@ -75,6 +78,7 @@ class ControllerCore(Events):
         self.last = None  # the last Command sent (feedback and controller state read it)
         self.payload_since = None  # state time after which the newest payload took effect
         self.overloads = []  # gravity_overloads at the first state
+        self.ramp_from = None  # state time the soft start began (start-up, a switch of mode)
         self.configure(settings)
 
     def configure(self, settings):
@@ -105,27 +109,42 @@ class ControllerCore(Events):
         self.hold_law = ControlLaw.gravity(self.model, self.limits)
         self.law = ControlLaw(self.model, **vars(joint), limits=self.limits,
                               integral=None if self.law is None else self.law.integral)
-        self.goals.configure(self.model, self.limits, s.goals, not cartesian_mode)
-        self.contact.configure(self.model, s.contact, s.cartesian.ee_link, self.limits, joint)
+        self.teach = TeachLaw(self.model, s.teach_damping, self.limits,
+                              joint.friction_compensation)
+        self.goals.configure(self.model, self.limits, s.goals, s.mode)
+        contact = s.contact
+        if s.mode == TEACH and contact is not None:  # a person's push is the input: report it
+            contact = replace(contact, reaction="none")
+        self.contact.configure(self.model, contact, s.cartesian.ee_link, self.limits, joint)
+        self.guard.configure(self.model, s.guard, self.limits, joint.period, s.cartesian.ee_link)
         was = before is not None and before.mode == CARTESIAN_IMPEDANCE
         if cartesian_mode:
             if not was or before.cartesian.ee_link != s.cartesian.ee_link:
                 self.target.task = None  # (re)entered at the next tick
-            self.goals.abort("the controller switched to cartesian_impedance")
-        elif was:
+        if s.mode not in MODES:
+            self.goals.abort(f"the controller switched to {s.mode}")
+        elif before is not None and before.mode not in MODES:
             self.goals.trajectory = None  # the next tick holds the position it measures
+        if before is not None and before.mode != s.mode and self.state is not None:
+            self.ramp_from = self.state[0]  # the new law's gains ramp in
 
     # ------------------------------------------------------------------ goals and targets
 
     def offer(self, request):
         """A new goal (goals.Request) -> its Goal, refused (done), active or pending; refused
         with the collision's reason while one is latched and reacted to."""
-        return self.goals.offer(request, self.state, self.contact.refusal)
+        refusal = self.contact.refusal or (self.guard.fault and
+                                           f"{self.guard.fault}: call ~/reset_collision first")
+        return self.goals.offer(request, self.state, refusal)
 
     def reset_collision(self):
         """Clear a latched collision -> (done, message), refused while in contact; then hold
         where the arm is (cartesian_impedance: its current pose)."""
         done, message = self.contact.reset()
+        if done and self.guard.fault:
+            message = f"cleared: {self.guard.fault}" + (
+                "" if message == "no collision latched" else f"; {message}")
+            self.guard.clear()
         if done and self.state is not None:
             self.goals.hold_here(self.state)
             self.target.task = None
@@ -138,7 +157,7 @@ class ControllerCore(Events):
 
     # the cartesian_impedance targets (stages.target.CartesianTarget says what each is)
     def set_target_pose(self, R, p, frame=0):
-        self.target.set_pose(self.state, R, p, frame)
+        self.target.set_pose(self.state, R, self.guard.clamp(np.asarray(p, float), frame), frame)
 
     def set_target_wrench(self, wrench, frame=0):
         self.target.set_wrench(self.state, wrench, frame)
@@ -159,11 +178,11 @@ class ControllerCore(Events):
             self.target.task = None
             self.output.time = state[0] - self.watchdog.period  # the rate limit counts from here
             self.contact.restart()
+        applied = self.output.command  # what the arm got since the last state (None: none)
         if self.state is None:
-            self._check_holding(state[1])
+            self._start(state)
         self.state = state
         self.goals.start_pending(state)
-        applied = self.output.command  # what the arm got since the last state
         command = self.tick() if self.settings.rate == 0 else None
         if command is not None and send is not None:
             send(command)
@@ -172,6 +191,22 @@ class ControllerCore(Events):
             self._react(self.contact.collision)
         self.stats.observed()
         return command
+
+    def _start(self, state):
+        """The first state: the soft start begins, from a zero command when the effort is
+        rate-limited (the first command is gravity compensation ramped in from zero), and a
+        joint inside its margin gets it back gently."""
+        t, q, _ = state
+        self._check_holding(q)
+        self.ramp_from = t
+        if np.isfinite(self.settings.max_effort_rate).any() and self.output.command is None:
+            self.output.command = np.zeros(self.model.n)
+            self.output.time = t - self.settings.joint.period  # the first step: one period's
+        out = self.guard.start(t, q)
+        if out is not None:  # the hold goes out of the margins as the barriers come back
+            zero = np.zeros(self.model.n)
+            self.goals.trajectory = Trajectory(t, (q, zero, zero), [barriers.RECOVERY_TIME],
+                                               out[None], zero[None], zero[None])
 
     def _check_holding(self, q):
         """At the first state: whether the effort limits can hold the arm there against
@@ -188,7 +223,13 @@ class ControllerCore(Events):
         reaction = self.settings.contact.reaction
         self._say("error", f"{reason}; reaction: {reaction}")
         if reaction != "none":
-            self.goals.stop(self.state, PATH_TOLERANCE_VIOLATED, f"{reason}; reaction: {reaction}")
+            self.goals.stop(self._holdable(self.state), PATH_TOLERANCE_VIOLATED,
+                            f"{reason}; reaction: {reaction}")
+
+    def _holdable(self, state):
+        """state with its position moved out of the joints' margins (Guard.outside)."""
+        t, q, qd = state
+        return t, self.guard.outside(q), qd
 
     def tick(self):
         """One control step on the last good state (the rate timer's tick, or update's)."""
@@ -201,15 +242,22 @@ class ControllerCore(Events):
         dt = (0.0 if self.tick_time is None
               else min(max(t - self.tick_time, 0.0), self.settings.state_timeout))
         self.tick_time = t
+        mode, fault = self.settings.mode, self.guard.fault
         reacting = self.contact.reacting
         target = (self.target.reference(q, dt)
-                  if self.settings.mode == CARTESIAN_IMPEDANCE and not reacting else None)
-        if reacting and self.settings.contact.reaction == "comply":
+                  if mode == CARTESIAN_IMPEDANCE and not (reacting or fault) else None)
+        if fault:  # a velocity fault: hold where the arm was (stages.tracking's hold)
+            desired = self.goals.reference(t, q)
+            tau, e, ed = self.law(q, qd, *desired, 0.0)
+            errors = (e, ed)
+        elif reacting and self.settings.contact.reaction == "comply":
             tau, desired, errors = self.contact.comply(q, qd, dt), None, None
         elif target is not None:
             task = self.target.task
             tau, task.error = self.cartesian(q, qd, *target, task.wrench, task.posture)
             desired = errors = None
+        elif mode == TEACH:
+            tau, desired, errors = self.teach(q, qd), None, None
         else:
             desired = self.goals.reference(t, q)
             tau, e, ed = self.law(q, qd, *desired, dt)
@@ -217,8 +265,32 @@ class ControllerCore(Events):
                 desired = self.goals.reference(t, q)
                 tau, e, ed = self.law(q, qd, *desired, 0.0)
             errors = (e, ed)
+        tau = self.guard.add(self._soft_start(t, q, tau), t, q, qd,
+                             walls=mode in (CARTESIAN_IMPEDANCE, TEACH) and not fault)
+        if self.guard.fault and not fault:
+            self._on_fault(self.guard.fault)
         self.stats.tick(tau, self.limits, t, self._say)
         return self._send(Command(t, tau, desired, errors, None if target is None else task.error))
+
+    def _soft_start(self, t, q, tau):
+        """The law's tau with its gains ramped in over soft_start s since ramp_from: gravity
+        compensation g(q) plus that share of the rest."""
+        if self.ramp_from is None:
+            return tau
+        share = (t - self.ramp_from) / self.settings.soft_start if self.settings.soft_start else 1
+        if share >= 1.0:
+            self.ramp_from = None
+            return tau
+        zero = np.zeros(self.model.n)
+        g = self.hold_law(q, zero, q, zero, zero)[0]
+        return g + max(share, 0.0) * (tau - g)
+
+    def _on_fault(self, reason):
+        """A velocity fault: hold where the arm is, as on a collision; the goal ends."""
+        self._say("error", f"{reason}; the arm holds until ~/reset_collision")
+        self.goals.stop(self._holdable(self.state), PATH_TOLERANCE_VIOLATED,
+                        f"{reason}; the arm holds")
+        self.target.task = None
 
     def _watchdog(self, now):
         """No good state for state_timeout: stop feedback; hold gravity compensation or stop."""
@@ -260,18 +332,20 @@ class ControllerCore(Events):
 
 def warm_up(settings):
     """Compile or load every kernel a controller can run, on throwaway cores: a tick, a goal
-    (its checks and tolerances) and a watchdog hold, then a tick in cartesian_impedance (the
-    Cartesian law, its stiffness check, the target filter). Else the first tick would stall
+    (its checks and tolerances) and a watchdog hold, then ticks in cartesian_impedance (the
+    Cartesian law, its stiffness check, the target filter) and teach; the barriers' kernels. Else the first tick would stall
     0.3 s, and on a first run a switch of mode at run time stalled the loop for the compile
     (20.7 s measured: the simulator's command timeout dropped the arm)."""
     model = settings.model
     q, zero = default_initial_positions(model), np.zeros(model.n)  # (inside the limits)
-    for mode in (settings.joint.mode, CARTESIAN_IMPEDANCE):
+    for mode in (settings.joint.mode, CARTESIAN_IMPEDANCE, TEACH):
         warm = ControllerCore(replace(settings, mode=mode, target_filter=0.01))
         warm.update(0.0, (0.0, q, zero))
         warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
         warm.update(0.0, (0.5, q, zero))
         warm.update(1.0)
+    barriers.wall_force(np.zeros(3), np.zeros(3), np.ones(3), 2 * np.ones(3), 0.5, 1.0, 1.0,
+                        np.empty(3))  # the walls' kernel, where none is set: one may be later
     targets = [kinematics.frame_pose(model, q, link) for link in warm.cartesian.ee_links]
     warm.cartesian(q, zero, np.array([R for R, _ in targets]), np.array([p for _, p in targets]),
                    np.zeros(6 * len(targets)), q)  # whatever the stiffness: the law itself

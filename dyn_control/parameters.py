@@ -11,10 +11,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from . import barriers
 from .cartesian import (CARTESIAN_IMPEDANCE, DEFAULT_MAX_POSE_ERROR,
                         DEFAULT_NULLSPACE_STIFFNESS, DEFAULT_STIFFNESS)
 from .control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
-                      DEFAULT_PERIOD, MODES)
+                      DEFAULT_PERIOD, EFFORT_RISE, MODES, TEACH)
 from .simulation import DEFAULT_DT, INTEGRATORS
 
 EXECUTORS = ("single_threaded", "multi_threaded", "events")
@@ -265,11 +266,52 @@ CONTACT = (
           "joint's inertia", low=0.0, any_type=True),
 )
 
+# The guard stage (dyn_control.barriers, stages.guard): in every mode; per-joint values in
+# `joints` order
+LIMITS = (
+    Param("limits.enabled", True, "barriers at the joint limits, damping near the velocity "
+          "limits (over them: a fault, the arm holds), walls around each ee_link"),
+    Param("limits.position_margin", None, "rad or m, a scalar or one per joint: the barrier "
+          "acts within it of each URDF position limit; at most half the range", any_type=True,
+          number=True, shown_default=f"unset = {barriers.DEFAULT_MARGIN_SHARE:g} of the range, "
+          f"at most {barriers.DEFAULT_MARGIN_MAX:g}"),
+    Param("limits.position_stiffness", barriers.DEFAULT_STIFFNESS, "1/s², a scalar or one per "
+          "joint: the barrier's stiffness at the margin's edge, times each joint's inertia",
+          any_type=True),
+    Param("limits.position_damping", None, "1/s, a scalar or one per joint: the barrier's "
+          "damping of motion toward the limit", any_type=True, number=True,
+          shown_default="unset = 2√stiffness"),
+    Param("limits.velocity_fraction", barriers.DEFAULT_VELOCITY_FRACTION, "of each URDF "
+          "velocity limit, where the velocity damping begins", low=0.0, high=1.0,
+          open_low=True),
+    Param("limits.velocity_damping", barriers.DEFAULT_VELOCITY_DAMPING, "1/s, times each "
+          "joint's inertia, halfway from the fraction to the limit", low=0.0),
+    Param("limits.workspace_min", [], "m, base frame: the walls' lower corner (x, y, z), or 3 "
+          "per ee_link; empty = no wall", any_type=True, number=True, shown_default="[] = none"),
+    Param("limits.workspace_max", [], "m: the walls' upper corner, as `limits.workspace_min`",
+          any_type=True, number=True, shown_default="[] = none"),
+    Param("limits.workspace_margin", barriers.DEFAULT_WALL_MARGIN, "m: the walls' barrier acts "
+          "within it", low=0.0, open_low=True),
+    Param("limits.workspace_stiffness", barriers.DEFAULT_WALL_STIFFNESS, "N/m at the walls' "
+          "margin edge", low=0.0),
+    Param("limits.workspace_damping", barriers.DEFAULT_WALL_DAMPING, "N·s/m of motion toward a "
+          "wall", low=0.0),
+)
+
+TEACH_MODE = (
+    Param("teach.damping", 2.0, "1/s, a scalar or one per joint: mode `teach`'s damping, "
+          "through the mass matrix: a motion left by a push decays as e^(−damping·t)",
+          any_type=True),
+    Param("teach.folder", "teach_recordings", "where `~/teach/record` writes its rosbag2 "
+          "folders", run_time=False),
+)
+
 CONTROLLER = Table(
     *MODEL,
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q, q̇_d, q̈_d) + "
-          "PD), `gravity_pd` (g(q) + PD) or `cartesian_impedance` ([cartesian.md](cartesian.md))",
-          choices=(*MODES, CARTESIAN_IMPEDANCE)),
+          "PD), `gravity_pd` (g(q) + PD), `cartesian_impedance` ([cartesian.md](cartesian.md)) or "
+          "`teach` (move the arm by hand: [real_arm.md](real_arm.md))",
+          choices=(*MODES, CARTESIAN_IMPEDANCE, TEACH)),
     Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True),
     Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
           "response", any_type=True, shown_default="unset = 2√kp", number=True),
@@ -296,11 +338,17 @@ CONTROLLER = Table(
           "s under `use_sim_time`, wall s otherwise", low=0.0, open_low=True),
     Param("on_state_timeout", "hold", "`hold`: gravity compensation at the last good position; "
           "`stop`: publish nothing", choices=("hold", "stop")),
-    Param("max_effort_rate", 0.0, "N·m/s bound on the change between commands; 0 = off",
-          low=0.0),
+    Param("max_effort_rate", None, "N·m/s, a scalar or one per joint: the bound on the change "
+          "between commands; 0 = off", any_type=True, number=True,
+          shown_default=f"unset = each effort limit / {EFFORT_RISE:g} s (Franka's 1000 N·m/s "
+          "on its 87 N·m joints)"),
+    Param("soft_start", 0.2, "s over which the gains ramp in at start-up and after a switch "
+          "of mode, the command starting from gravity compensation; 0 = off", low=0.0),
     *GOALS,
     *CARTESIAN,
     *CONTACT,
+    *LIMITS,
+    *TEACH_MODE,
 )
 
 SIMULATOR = Table(

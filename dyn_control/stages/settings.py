@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import goals
+from .. import barriers, goals
 from ..cartesian import per_frame
-from ..control import MODES, check_gains, critical_damping, gain_vector
+from ..control import MODES, check_gains, critical_damping, gain_vector, rate_limits
 from ..cores import JointSettings
-from ..model import Chain
+from ..model import Chain, to_chain_order
 from ..parameters import payload_model, unset
 
 
@@ -90,12 +90,77 @@ def contact_settings(chain, value, per_joint):
 
 
 @dataclass(frozen=True, eq=False)
+class Limits:
+    """The guard stage's (stages.guard, dyn_control.barriers): per joint (n,) the margin (rad or
+    m, 0: none), the barrier's stiffness (1/s^2) and damping (1/s); the velocity fraction and
+    damping (1/s); per ee_link (f, 3) the walls' box (m, base frame, +-inf: none) and their
+    margin (m), stiffness (N/m) and damping (N s/m). enabled false: none of it."""
+    enabled: bool
+    position_margin: np.ndarray
+    position_stiffness: np.ndarray
+    position_damping: np.ndarray
+    velocity_fraction: float
+    velocity_damping: float
+    workspace_min: np.ndarray
+    workspace_max: np.ndarray
+    workspace_margin: float
+    workspace_stiffness: float
+    workspace_damping: float
+
+
+def walls(value, frames):
+    """(low, high), each (frames, 3) m, from limits.workspace_min/max (3 values, the same box
+    for every ee_link, or 3 per ee_link; unset: no wall). ValueError names a bad value."""
+    boxes = []
+    for name, fill in (("limits.workspace_min", -np.inf), ("limits.workspace_max", np.inf)):
+        given = value(name)
+        if unset(given):
+            boxes.append(np.full((frames, 3), fill))
+            continue
+        box = np.asarray(given, dtype=float).reshape(-1)
+        if box.size not in (3, 3 * frames) or np.isnan(box).any():
+            raise ValueError(f"{name} must be 3 values (x, y, z m) or 3 per ee_link, got "
+                             f"{box.tolist()}")
+        boxes.append(np.broadcast_to(box.reshape(-1, 3), (frames, 3)).copy())
+    low, high = boxes
+    bad = np.argwhere(low >= high)
+    if bad.size:
+        k, axis = bad[0]
+        raise ValueError(f"limits.workspace_min {low[k].tolist()} is not below limits."
+                         f"workspace_max {high[k].tolist()} in {'xyz'[axis]}")
+    return low, high
+
+
+def limits_settings(chain, value, per_joint, frames):
+    """Limits from the parameters; ValueError names a margin over half its joint's range or a
+    box whose min is not below its max."""
+    given = value("limits.position_margin")
+    margin = (barriers.default_margins(chain) if unset(given)
+              else per_joint("limits.position_margin"))
+    margin = np.where(np.isfinite(chain.position_max - chain.position_min), margin, 0.0)
+    barriers.check_margins(chain, margin)
+    stiffness = per_joint("limits.position_stiffness")
+    damping = (2.0 * np.sqrt(stiffness) if unset(value("limits.position_damping"))
+               else per_joint("limits.position_damping"))
+    low, high = walls(value, frames)
+    return Limits(
+        enabled=bool(value("limits.enabled")), position_margin=margin,
+        position_stiffness=stiffness, position_damping=damping,
+        velocity_fraction=float(value("limits.velocity_fraction")),
+        velocity_damping=float(value("limits.velocity_damping")),
+        workspace_min=low, workspace_max=high,
+        workspace_margin=float(value("limits.workspace_margin")),
+        workspace_stiffness=float(value("limits.workspace_stiffness")),
+        workspace_damping=float(value("limits.workspace_damping")))
+
+
+@dataclass(frozen=True, eq=False)
 class ControllerSettings:
     mode: str
     model: Chain  # the URDF's chain with its payload: the one model every stage uses
     payload_kg: float
     limits: np.ndarray  # N m or N, the laws' saturation
-    max_effort_rate: float  # N m/s, 0: none
+    max_effort_rate: np.ndarray  # N m/s per joint, inf: none
     rate: float  # Hz, 0: a command per state
     state_timeout: float  # s
     on_state_timeout: str  # "hold" or "stop"
@@ -105,6 +170,9 @@ class ControllerSettings:
     cartesian: Cartesian
     goals: Goals
     contact: Contact  # None: no observer
+    guard: Limits
+    soft_start: float  # s
+    teach_damping: np.ndarray  # 1/s, per joint: teach mode's
 
 
 def controller_settings(chain, value, order=None):
@@ -129,9 +197,12 @@ def controller_settings(chain, value, order=None):
     mode = value("mode")
     check_gains(mode, kp, kd, value("control_period"), chain.joint_names)
     model = payload_model(chain, value)
+    limits, rate = joints.effort_limits(), value("max_effort_rate")
+    if not unset(rate):
+        rate = to_chain_order(gain_vector(rate, chain.n, "max_effort_rate"), joints.order)
     return ControllerSettings(
         mode=mode, model=model, payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9),
-        limits=joints.effort_limits(), max_effort_rate=value("max_effort_rate"),
+        limits=limits, max_effort_rate=rate_limits(limits, rate),
         rate=value("rate"), state_timeout=value("state_timeout"),
         on_state_timeout=value("on_state_timeout"), target_filter=value("target_filter"),
         nullspace_posture=joints.positions("nullspace_posture"),
@@ -150,6 +221,8 @@ def controller_settings(chain, value, order=None):
             operational_space=bool(value("operational_space")),
             max_pose_error=gain_vector(value("max_pose_error"), 2, "max_pose_error")),
         contact=contact_settings(chain, value, per_joint),
+        guard=limits_settings(chain, value, per_joint, frames),
+        soft_start=float(value("soft_start")), teach_damping=per_joint("teach.damping"),
         goals=Goals(
             tolerances=goals.Tolerances.defaults(
                 constraint("trajectory"), constraint("goal"),

@@ -62,9 +62,10 @@ def report(core):
     """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports of a core."""
     stats, watchdog, s = core.stats, core.watchdog, core.settings
     p50, p99, worst = stats.compute_times()
-    refused, contact = core.target.refused, core.contact
+    refused, contact, guard = core.target.refused, core.contact, core.guard
     mode = ("waiting for joint states" if core.state is None else
             "holding: no good joint state" if watchdog.stale else
+            f"holding: {guard.fault}" if guard.fault else
             f"collision, {s.contact.reaction}: {contact.collision}" if contact.collision else
             "holding: " + refused if refused else "tracking")
     values = {
@@ -74,6 +75,19 @@ def report(core):
         "payload_kg": s.payload_kg}
     if core.overloads:
         values["start_pose_not_held"] = "; ".join(core.overloads)
+    if guard.enabled:
+        values.update({
+            "limit_barrier_ticks": guard.ticks,
+            "limit_barrier_torque_max_nm": round(float(np.abs(guard.torque).max()), 6),
+            "velocity_fault": guard.fault or "none", "velocity_faults": guard.faults,
+            "targets_clamped": guard.clamped})
+        if core.state is not None:
+            rooms = guard.rooms(core.state[1])
+            for name, room in rooms.items():
+                values[f"limit_room.{name}"] = room
+            if rooms:
+                name = min(rooms, key=rooms.get)
+                values["limit_closest_joint"], values["limit_closest_room"] = name, rooms[name]
     started = core.goals.started
     for key, value in (("trajectory_start_s", started and started[0]),
                        ("trajectory_end_s", started and started[1]),
@@ -107,5 +121,6 @@ def report(core):
         if contact.check_forces:  # computed at every state only with a force level on
             values["external_force_n"] = round(float(
                 np.linalg.norm(contact.forces[:, :3], axis=1).max()), 6)
-    return ("WARN" if watchdog.stale or refused or contact.collision or core.overloads else "OK",
+    return ("WARN" if (watchdog.stale or refused or contact.collision or core.overloads
+                       or guard.fault) else "OK",
             mode, values)

@@ -8,7 +8,7 @@ goal that succeeds holds its last point. `reference(t, q)` is what the law track
 import numpy as np
 
 from .. import goals
-from ..control import trajectory_violation
+from ..control import MODES, trajectory_violation
 from ..trajectory import Trajectory
 
 # rad or m: a goal that "succeeds" this far from its last point, with no goal tolerance to
@@ -42,14 +42,14 @@ class Goal:
 class GoalTracker:
     """The active goal, a pending one, the trajectory the law tracks, and the span of the newest
     trajectory started (`started`, state time s). configure() gives it the model, the effort
-    limits, the goal settings (settings.Goals) and whether the controller is in a joint mode."""
+    limits, the goal settings (settings.Goals) and the controller's mode (goals run in MODES)."""
 
     def __init__(self, say):
         self.say = say
         self.goal = self.pending = self.trajectory = self.started = None
 
-    def configure(self, model, limits, settings, joint_mode):
-        self.model, self.limits, self.settings, self.joint_mode = model, limits, settings, joint_mode
+    def configure(self, model, limits, settings, mode):
+        self.model, self.limits, self.settings, self.mode = model, limits, settings, mode
 
     def offer(self, request, state, refusal=None):
         """A new goal (goals.Request) at the last good state (None before the first) -> its
@@ -84,8 +84,8 @@ class GoalTracker:
     def start(self, goal, state):
         t, q, qd = state
         s, request = self.settings, goal.request
-        if not self.joint_mode:
-            goal.end("aborted", goals.INVALID_GOAL, "the controller is in cartesian_impedance "
+        if self.mode not in MODES:
+            goal.end("aborted", goals.INVALID_GOAL, f"the controller is in {self.mode} "
                                                     "mode: trajectories need a joint mode")
             self.say("error", f"trajectory refused: {goal.reason}", throttle=True)
             return
