@@ -34,5 +34,7 @@ setup(
         # identification: live, or from recorded runs with --from-bag (needs the
         # identification extra: requirements-identify.txt)
         "identify = dyn_control.nodes.entry:identify",
+        # teach mode: record a motion shown by hand, play it back (nodes.teach)
+        "teach = dyn_control.nodes.entry:teach",
     ]},
 )

@@ -72,6 +72,24 @@ def write_states(path, t, names, q, qd, effort, topic=TOPIC):
         bag.close()
 
 
+def state_names(path, topic=TOPIC):
+    """The joint names of the first JointState on `topic` in the bag at `path`; ValueError, one
+    line, as read_states."""
+    from rosbags.rosbag2 import Reader
+    try:
+        reader = Reader(pathlib.Path(path))
+        reader.open()
+    except Exception as err:  # rosbags raises its own types for a missing or bad file
+        raise ValueError(f"cannot read the recording {str(path)!r}: {err}") from None
+    try:
+        connections = [c for c in reader.connections if c.topic == topic]
+        for connection, _, raw in reader.messages(connections=connections):
+            return list(_typestore().deserialize_cdr(raw, connection.msgtype).name)
+    finally:
+        reader.close()
+    raise ValueError(f"the recording {str(path)!r} has no message on {topic}")
+
+
 def read_states(path, names, topic=TOPIC):
     """(t (m,), q, qd, effort (m, n)) of the JointState messages on `topic` in the bag at
     `path`, columns in `names`' order, t from the messages' stamps. ValueError, one line, when

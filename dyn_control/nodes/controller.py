@@ -7,8 +7,11 @@ drives an arm); publishes /effort_controller/commands (std_msgs/Float64MultiArra
 order, for ros2_control's forward_command_controller with interface_name: effort), ~/reference
 (JointState: q_d, qd_d, tau), ~/error (JointState: e, ed) and ~/controller_state
 (control_msgs/msg/JointTrajectoryControllerState); with the external-torque observer,
-~/external_joint_torques, ~/external_wrench_in_base_frame and ~/reset_collision
-(controller_topics.ContactTopics); ~/markers for RViz (markers.MarkerTopic). The controller itself is
+~/external_joint_torques and ~/external_wrench_in_base_frame
+(controller_topics.ContactTopics); ~/reset_collision (std_srvs/Trigger: clears a latched
+collision or velocity fault); ~/teach/record (std_srvs/SetBool: true starts recording the joint
+states, false writes them as a rosbag2 folder under teach.folder, its path in the answer's
+message: dyn_control.teach); ~/markers for RViz (markers.MarkerTopic). The controller itself is
 dyn_control.controller_core; this node declares its parameters (dyn_control.parameters.
 CONTROLLER), turns messages into calls and commands into messages.
 """
@@ -18,11 +21,13 @@ import time
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..controller_core import ControllerCore, warm_up
 from ..parameters import CONTROLLER
 from ..stages.settings import controller_settings
+from ..teach import Recording
 from . import messages, trajectory_action
 from .clock_check import ClockCheck
 from .controller_topics import CartesianTargets, CommandTopics, ContactTopics
@@ -58,6 +63,9 @@ class ComputedTorqueController(Node):
                                  reliability(self))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
         self.targets = CartesianTargets(self, self.topics)
+        self.recording = None  # teach.Recording while ~/teach/record runs
+        self.create_service(Trigger, "~/reset_collision", self.on_reset)
+        self.create_service(SetBool, "~/teach/record", self.on_record)
         self.markers = MarkerTopic(self)
         set_parameters_callback(self, CONTROLLER, self._apply)
         publish_diagnostics(self, self.status)
@@ -128,11 +136,41 @@ class ComputedTorqueController(Node):
             stamp = self.get_clock().now().nanoseconds * 1e-9
         else:
             self.clock.check(stamp)
-        now = self._now()
-        command = self.core.update(stamp if now is None else now, (stamp, q, qd),
-                                   self.reader.effort(msg),
+        now, effort = self._now(), self.reader.effort(msg)
+        command = self.core.update(stamp if now is None else now, (stamp, q, qd), effort,
                                    send=self._publish)  # out before the observe stage
         self._send(command, published=True)
+        if self.recording is not None:
+            self.recording.add(stamp, q, qd, 0.0 * q if effort is None else effort)
+
+    def on_reset(self, request, response):
+        if self.core is None:
+            response.success, response.message = False, "refused: the controller has no model yet"
+        else:
+            response.success, response.message = self.core.reset_collision()
+            self.log_core_events()
+        return response
+
+    def on_record(self, request, response):
+        """~/teach/record: data true starts a recording (again: it starts over), false saves
+        it; the answer's message says where, or why not."""
+        if self.core is None:
+            response.success, response.message = False, "refused: the controller has no model yet"
+        elif request.data:
+            self.recording = Recording(self.chain.joint_names)
+            response.success, response.message = True, "recording the joint states"
+        elif self.recording is None:
+            response.success, response.message = False, "refused: no recording running"
+        else:
+            recording, self.recording = self.recording, None
+            try:
+                path = recording.save(self.get_parameter("teach.folder").value)
+            except (ValueError, OSError) as err:
+                response.success, response.message = False, f"not saved: {err}"
+            else:
+                response.success, response.message = True, str(path.resolve())
+                self.get_logger().info(f"{len(recording)} joint states recorded in {path}")
+        return response
 
     def on_trajectory(self, msg):
         if self.core is not None:

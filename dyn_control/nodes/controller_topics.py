@@ -6,7 +6,6 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from std_srvs.srv import Trigger
 
 from .. import kinematics
 from . import messages, trajectory_action
@@ -107,8 +106,7 @@ class ContactTopics:
     and its sign: what the robot applies to the world, the opposite of the observer's r.
     At external_torque.publish_rate (state time): ~/external_joint_torques (JointState: name,
     effort N m or N), and ~/external_wrench_in_base_frame (WrenchStamped, frame_id the root
-    link) at ee_link, or ~/<link>/external_wrench_in_base_frame for each of several. And the
-    service ~/reset_collision (std_srvs/Trigger): success and the reason in message."""
+    link) at ee_link, or ~/<link>/external_wrench_in_base_frame for each of several."""
 
     def __init__(self, node, ee_links, chain, rate):
         self.node = node
@@ -121,7 +119,6 @@ class ContactTopics:
         self.wrench_msg = WrenchStamped()
         self.wrench_msg.header.frame_id = chain.root_link
         self.period, self.time = 1.0 / rate, -np.inf
-        node.create_service(Trigger, "~/reset_collision", self.on_reset)
 
     def publish(self, t, core):
         """The estimate at state time t, a period after the last (either way: a restart)."""
@@ -135,12 +132,3 @@ class ContactTopics:
         for pub, F in zip(self.wrench_pubs, -forces):
             (w.force.x, w.force.y, w.force.z), (w.torque.x, w.torque.y, w.torque.z) = F[:3], F[3:]
             pub.publish(self.wrench_msg)
-
-    def on_reset(self, request, response):
-        core = self.node.core
-        if core is None:
-            response.success, response.message = False, "refused: the controller has no model yet"
-        else:
-            response.success, response.message = core.reset_collision()
-            self.node.log_core_events()
-        return response

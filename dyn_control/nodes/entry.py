@@ -46,3 +46,8 @@ def identify():
                   "offline, from the recordings:")
         return main(sys.argv[1:])
     return _run("identify", "identify")
+
+
+def teach():
+    """`ros2 run dyn_control teach`: a client, not a node process (nodes.teach)."""
+    return _run("teach", "teach")

@@ -1,0 +1,216 @@
+"""`ros2 run dyn_control teach`: show the arm a motion by hand, then play it back.
+
+    teach [--controller /computed_torque_controller] [--seconds S] [--mode computed_torque]
+    teach --replay BAG [--controller ...]
+
+Without --replay: sets the controller's `mode` to teach (gravity and friction compensation,
+light damping, the limits on), starts ~/teach/record, records for S seconds (default: until
+Enter), stops it (the rosbag2 folder's path is printed), sets `mode` back to --mode, and plays
+the recording back. With --replay BAG: the playback alone. The playback is a
+FollowJointTrajectory goal (dyn_control.teach.replay_points: smoothed, thinned, led in from
+where the arm is) on the controller's ~/follow_joint_trajectory, checked against the limits as
+any goal is. Exit code 0 when the goal succeeded, 1 when it did not, 2 when a step failed (a
+service that does not answer, a bad recording), with one line saying which.
+"""
+
+import argparse
+import sys
+import threading
+import time
+
+import numpy as np
+
+from .. import teach
+from ..recording import state_names
+
+TIMEOUT = 10.0  # s for a service's answer
+
+
+class TeachClient:
+    """What the teach tool asks of one controller, over a node of the caller's: its `mode`, its
+    ~/teach/record, its ~/follow_joint_trajectory; and what it hears: the latest joint state,
+    every one while `keep` is set (times, positions), and the controller's /diagnostics."""
+
+    def __init__(self, node, controller="/computed_torque_controller"):
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.action import ActionClient
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import SetBool
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from . import trajectory_action
+        from .diagnostics import read_diagnostics
+
+        self.node, self.controller = node, controller.rstrip("/")
+        self.lock = threading.Lock()
+        self.record_client = node.create_client(SetBool, f"{self.controller}/teach/record")
+        self.parameters = node.create_client(SetParameters, f"{self.controller}/set_parameters")
+        self.action = (ActionClient(node, trajectory_action.FollowJointTrajectory,
+                                    f"{self.controller}/follow_joint_trajectory")
+                       if trajectory_action.AVAILABLE else None)
+        self.latest, self.kept, self.keep, self.status = None, [], False, {}
+
+        def on_state(msg):
+            t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            with self.lock:
+                self.latest = (list(msg.name), t, np.array(msg.position))
+                if self.keep:
+                    self.kept.append(self.latest)
+
+        def on_diagnostics(msg):
+            name = self.controller.split("/")[-1]
+            found = read_diagnostics(msg)
+            if name in found:
+                with self.lock:
+                    self.status = found[name]
+
+        node.create_subscription(JointState, "/joint_states", on_state, 10)
+        node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+
+    def _wait(self, future, timeout, what):
+        import rclpy
+        rclpy.spin_until_future_complete(self.node, future, timeout_sec=timeout)
+        if not future.done():
+            raise RuntimeError(f"no answer from {what} within {timeout:g} s")
+        return future.result()
+
+    def _ready(self, client, what, timeout=TIMEOUT):
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise RuntimeError(f"{what} is not served (is the controller running?)")
+
+    def wait_ready(self, timeout=120.0):
+        """Until the controller reports on /diagnostics (it has its model, its kernels are
+        compiled: before that its services wait behind the start-up); RuntimeError after
+        `timeout` s."""
+        end = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                if self.status:
+                    return
+            if time.monotonic() > end:
+                raise RuntimeError(f"{self.controller} said nothing on /diagnostics within "
+                                   f"{timeout:g} s (is it running?)")
+            self.spin_for(0.1)
+
+    def set_mode(self, mode):
+        """Set the controller's `mode`; RuntimeError with its reason when refused."""
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+        what = f"{self.controller}/set_parameters"
+        self._ready(self.parameters, what)
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=mode)
+        request = SetParameters.Request(parameters=[Parameter(name="mode", value=value)])
+        result = self._wait(self.parameters.call_async(request), TIMEOUT, what).results[0]
+        if not result.successful:
+            raise RuntimeError(f"the controller refused mode {mode}: {result.reason}")
+
+    def record(self, on):
+        """Start (True) or stop (False) the recording -> the answer's message (the bag's path
+        when stopped); RuntimeError when refused."""
+        from std_srvs.srv import SetBool
+        what = f"{self.controller}/teach/record"
+        self._ready(self.record_client, what)
+        answer = self._wait(self.record_client.call_async(SetBool.Request(data=on)), TIMEOUT,
+                            what)
+        if not answer.success:
+            raise RuntimeError(f"{what}: {answer.message}")
+        return answer.message
+
+    def spin_for(self, seconds):
+        import rclpy
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rclpy.spin_once(self.node, timeout_sec=min(0.05, end - time.monotonic()))
+
+    def position(self, names, timeout=TIMEOUT):
+        """The latest measured positions of `names`; RuntimeError when no state came."""
+        end = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                latest = self.latest
+            if latest is not None and all(n in latest[0] for n in names):
+                order, _, q = latest
+                return q[[order.index(n) for n in names]]
+            if time.monotonic() > end:
+                raise RuntimeError(f"no /joint_states naming {', '.join(names)} within "
+                                   f"{timeout:g} s")
+            self.spin_for(0.05)
+
+    def replay(self, path, timeout=None):
+        """Play the recording at `path` back -> (result code name, error string, the goal's
+        points). RuntimeError when the action is not there or a bad recording."""
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+        from . import messages, trajectory_action
+        if self.action is None:
+            raise RuntimeError(trajectory_action.MISSING)
+        try:
+            names = state_names(path)
+            t, q = teach.read_motion(path, names)
+            points = teach.replay_points(t, q, self.position(names))
+        except ValueError as err:
+            raise RuntimeError(str(err)) from None
+        msg = JointTrajectory(joint_names=names)
+        for tk, p, v, a in points:
+            msg.points.append(JointTrajectoryPoint(
+                positions=p.tolist(), velocities=v.tolist(), accelerations=a.tolist(),
+                time_from_start=messages.to_duration(tk)))
+        what = f"{self.controller}/follow_joint_trajectory"
+        if not self.action.wait_for_server(timeout_sec=TIMEOUT):
+            raise RuntimeError(f"{what} is not served")
+        handle = self._wait(self.action.send_goal_async(
+            trajectory_action.FollowJointTrajectory.Goal(trajectory=msg)), TIMEOUT, what)
+        if not handle.accepted:
+            return "REJECTED", "the action server rejected the goal", points
+        limit = timeout if timeout is not None else 10 * points[-1][0] + 60
+        result = self._wait(handle.get_result_async(), limit, what).result
+        return trajectory_action.code_name(result.error_code), result.error_string, points
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="teach", description=__doc__.split("\n")[0])
+    parser.add_argument("--controller", default="/computed_torque_controller")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="how long to record (default: until Enter)")
+    parser.add_argument("--mode", default="computed_torque",
+                        help="the joint mode to play back in")
+    parser.add_argument("--replay", default=None, help="play this recording back, only")
+    args, ros_args = parser.parse_known_args(argv)
+    import rclpy
+    rclpy.init(args=ros_args)
+    node = rclpy.create_node("teach")
+    client = TeachClient(node, args.controller)
+    try:
+        client.wait_ready()
+        path = args.replay
+        if path is None:
+            client.set_mode("teach")
+            print(f"teach: {args.controller} in mode teach; move the arm", flush=True)
+            client.record(True)
+            if args.seconds is None:
+                waiting = threading.Thread(target=input, args=("teach: Enter stops the "
+                                                               "recording\n",), daemon=True)
+                waiting.start()
+                while waiting.is_alive():
+                    client.spin_for(0.1)
+            else:
+                client.spin_for(args.seconds)
+            path = client.record(False)
+            print(f"teach: recorded in {path}", flush=True)
+            client.set_mode(args.mode)
+        code, text, points = client.replay(path)
+        print(f"teach: replay of {len(points)} points over {points[-1][0]:.1f} s: {code}"
+              + (f": {text}" if text else ""), flush=True)
+        return 0 if code == "SUCCESSFUL" else 1
+    except (RuntimeError, OSError) as err:
+        print(f"teach: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
