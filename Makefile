@@ -9,6 +9,8 @@
 #   make bench  dynamics against Pinocchio
 #   make bench-loop  the real-time loop against an rclpy relay
 #   make equality REV=rev  every public function's output here, bit for bit against REV's
+#   make teach  teach mode on the simulated arm (ARM=): a simulated hand moves it, the recording is
+#               played back through the controller's FollowJointTrajectory action
 #   make identify ARM=<the URDF the controller knows> TRUTH=<the URDF the simulator runs>
 #               identification on a simulated real arm (TRUTH defaults to ARM): out/identified_<arm>.urdf;
 #               NOISE=position,velocity,effort adds the simulator's measurement noise (standard deviations)
@@ -27,7 +29,7 @@ VIEW_PORT ?= 8080
 TIP ?=
 JOINTS ?=
 
-.PHONY: demo test test-fast soak sweep bench bench-loop equality identify venv venv-test clean
+.PHONY: demo test test-fast soak sweep bench bench-loop equality identify teach venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
@@ -82,6 +84,10 @@ bench: $(VENV)/.test
 # the 1 kHz loop: our controller against a relay that does no work (about 4 minutes)
 bench-loop: $(VENV)/.runtime
 	$(PY) bench/bench_loop.py
+
+# teach mode on the simulated arm: pushes move it, the recording is played back (harness/teach.py)
+teach: $(VENV)/.runtime $(VENV)/.control_msgs
+	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-75} $(PY) -m harness.teach --arm $(ARM) --out out
 
 # identification on a simulated real arm: the simulator runs TRUTH, the controller knows ARM
 identify: $(VENV)/.identify $(VENV)/.control_msgs
