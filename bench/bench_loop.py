@@ -16,7 +16,11 @@ the Cartesian law's compute time. At the --observer-off rates, the events rows a
 node: the same controller without its external-torque observer, in the same turns, so that the
 observer's share of the compute p99 is measured under the same drift of the machine (in rows
 of their own, run after each other, the ratio of two runs of the same code was 0.79 on one
-row and 1.60 on the next here).
+row and 1.60 on the next here). At the --limits-off rates, each mode has an events row whose
+third node runs without its limits (limits.enabled false): the guard stage's share. Every node
+has walls set far out, so that the Cartesian modes and teach pay for checking them; the states
+are at rest, away from every limit, so what is measured is the check each tick pays, not a
+barrier at work.
 
 Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
 of states to one, then to the other (the relay listens on its own state topic). A drift of
@@ -51,12 +55,17 @@ HERE = pathlib.Path(__file__).resolve().parent
 Q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
 NAMES = [f"joint{i}" for i in range(1, 8)]
 BLOCK = 1.0  # s of states to one node before the other's turn
+# the controller's variants, each a third node in a row's turns: its parameters against ours
+VARIANTS = {"without_observer": {"external_torque.enabled": False},
+            "without_limits": {"limits.enabled": False}}
 TOPICS = {  # node -> (state topic, effort command topic)
     "relay": ("/relay/joint_states", "/relay/commands"),
     "controller": ("/joint_states", "/effort_controller/commands"),
-    "without_observer": ("/without_observer/joint_states", "/without_observer/commands"),
+    **{name: (f"/{name}/joint_states", f"/{name}/commands") for name in VARIANTS},
 }
-WITHOUT_OBSERVER = "controller_without_observer"  # that node's name (its /diagnostics)
+# walls far out, so that the Cartesian modes and teach pay for checking them
+WALLS = {"limits.workspace_min": [-5.0, -5.0, -5.0], "limits.workspace_max": [5.0, 5.0, 5.0]}
+MODES = ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance", "teach")
 
 
 class Probe:
@@ -163,14 +172,18 @@ def figures(sent, answers, period):
             "max_us": float(latency.max()), "deadline_met": met / len(sent)}
 
 
+def node_name(variant):
+    return f"controller_{variant}"  # its /diagnostics name
+
+
 def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="computed_torque",
-            without_observer=False):
+            variant=None):
     """One row: relay and controller side by side -> {"relay": figures, "controller": figures},
-    and with without_observer, "without_observer": the controller without its observer."""
+    and with a variant (VARIANTS), its figures under its name: the same controller with its
+    parameters, in the same turns."""
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos}
-    cartesian = {"mode": mode} if mode != "computed_torque" else {}
-    controller = {**params, "urdf_file": str(urdf), "state_timeout": 1.0, **cartesian}
+    controller = {**params, "urdf_file": str(urdf), "state_timeout": 1.0, "mode": mode, **WALLS}
     nodes = {
         "relay": processes.NodeProcess(
             "relay", (), params, remaps={"/joint_states": TOPICS["relay"][0],
@@ -180,12 +193,12 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
             "computed_torque_controller", [processes.config("controller")],
             controller, log_dir=log_dir, domain_id=domain),
     }
-    if without_observer:  # the same node under another name (its parameters file re-keyed)
-        nodes["without_observer"] = processes.NodeProcess(
-            WITHOUT_OBSERVER, [renamed_config(log_dir)],
-            {**controller, "external_torque.enabled": False},
-            remaps={"__node": WITHOUT_OBSERVER, "/joint_states": TOPICS["without_observer"][0],
-                    "/effort_controller/commands": TOPICS["without_observer"][1]},
+    if variant:  # the same node under another name (its parameters file re-keyed)
+        name = node_name(variant)
+        nodes[variant] = processes.NodeProcess(
+            name, [renamed_config(log_dir, name)], {**controller, **VARIANTS[variant]},
+            remaps={"__node": name, "/joint_states": TOPICS[variant][0],
+                    "/effort_controller/commands": TOPICS[variant][1]},
             log_dir=log_dir, domain_id=domain,
             argv=[processes.executable("computed_torque_controller")])
     probe = Probe(list(nodes))
@@ -195,7 +208,7 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
         after = time.monotonic()
         status = {name: probe.diagnostics_after(node, after) for name, node in
                   (("controller", "computed_torque_controller"),
-                   ("without_observer", WITHOUT_OBSERVER)) if name in nodes}
+                   *((v, node_name(v)) for v in VARIANTS)) if name in nodes}
     finally:
         probe.close()
         codes = {name: node.stop() for name, node in nodes.items()}
@@ -209,11 +222,11 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
     return result
 
 
-def renamed_config(log_dir):
-    """The controller's parameters file with its section under WITHOUT_OBSERVER's name."""
+def renamed_config(log_dir, name):
+    """The controller's parameters file with its section under `name`."""
     text = processes.config("controller").read_text()
-    out = pathlib.Path(log_dir) / f"{WITHOUT_OBSERVER}.yaml"
-    out.write_text(text.replace("\ncomputed_torque_controller:", f"\n{WITHOUT_OBSERVER}:", 1))
+    out = pathlib.Path(log_dir) / f"{name}.yaml"
+    out.write_text(text.replace("\ncomputed_torque_controller:", f"\n{name}:", 1))
     return out
 
 
@@ -232,20 +245,27 @@ def main():
     parser.add_argument("--observer-off", type=float, nargs="*", default=[1000],
                         help="rates at which the events rows also run the controller without "
                              "its external-torque observer, in the same turns (its cost)")
+    parser.add_argument("--limits-off", type=float, nargs="*", default=[1000],
+                        help="rates at which each mode's events row runs the controller without "
+                             "its limits (limits.enabled false) in the same turns (their cost)")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
     args = parser.parse_args()
     rclpy.init(domain_id=args.domain)
     log_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench_loop_"))
     rows = []
     try:
-        cases = [(executor, rate, "computed_torque") for executor in args.executors
-                 for rate in args.rates]
-        cases += [("events", rate, "cartesian_impedance") for rate in args.cartesian]
-        for executor, rate, mode in cases:
-            # the observer's share: at these rates the events rows run a node without it too
-            without = executor == "events" and rate in args.observer_off
+        # the observer's share: at these rates the events rows run a node without it too;
+        # the limits' share: each mode's events row at these rates, beside a node without them
+        cases = [(executor, rate, "computed_torque",
+                  "without_observer" if executor == "events" and rate in args.observer_off
+                  else None)
+                 for executor in args.executors for rate in args.rates]
+        cases += [("events", rate, "cartesian_impedance", None) for rate in args.cartesian]
+        cases += [("events", rate, mode, "without_limits") for mode in MODES
+                  for rate in args.limits_off]
+        for executor, rate, mode, variant in cases:
             result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos, mode,
-                             without)
+                             variant)
             relay, ours = result["relay"], result["controller"]
             rows.append({"executor": executor, "rate_hz": rate, "mode": mode, **result,
                          "p50_ratio": ours["p50_us"] / relay["p50_us"]})
@@ -266,8 +286,11 @@ def print_row(row, header):
               f"{'compute p50/p99 us':>18}")
         print("-" * 125)
     r = row["relay"]
-    label = row["executor"] + (" (cartesian)" if row.get("mode") == "cartesian_impedance" else "")
-    for name, suffix in (("controller", ""), ("without_observer", " -obs")):
+    modes = {"cartesian_impedance": " (cartesian)", "feedforward": " (ff)",
+             "gravity_pd": " (gpd)", "teach": " (teach)"}
+    label = row["executor"] + modes.get(row.get("mode"), "")
+    for name, suffix in (("controller", ""), ("without_observer", " -obs"),
+                         ("without_limits", " -lim")):
         if name not in row:
             continue
         o = row[name]
@@ -283,7 +306,8 @@ def check_targets(rows):
     """At 1 kHz, in each mode and executor: compute p99 < 100 us, the effort command meets at
     least the relay's share of deadlines minus one point, and its p50 latency is within 1.3x
     the relay's; at 500 Hz, 99.9 % of deadlines met; the observer costs at most 10 % of the
-    compute p99 (issue 30: the controller without it in the same row's turns)."""
+    compute p99 (issue 30: the controller without it in the same row's turns), and the limits at
+    most 10 % in every mode (issue 41: without them, likewise)."""
     print("\ntargets:")
     for row in rows:
         label = f"{row['executor']} {row['mode']} {row['rate_hz']:.0f} Hz"
@@ -300,11 +324,14 @@ def check_targets(rows):
         if row["rate_hz"] == 500:
             met = 100 * ours["deadline_met"]
             checks.append(("deadlines met >= 99.9 %", met, met >= 99.9))
+        for variant, what in (("without_observer", "the observer"),
+                              ("without_limits", "the limits")):
+            if variant in row:
+                ratio = (ours.get("compute_p99_us", np.inf)
+                         / row[variant].get("compute_p99_us", np.nan))
+                checks.append((f"compute p99 with {what} within 1.1x of without them", ratio,
+                               ratio <= 1.1))
         if "without_observer" in row:
-            ratio = (ours.get("compute_p99_us", np.inf)
-                     / row["without_observer"].get("compute_p99_us", np.nan))
-            checks.append(("compute p99 with the observer within 1.1x of without it", ratio,
-                           ratio <= 1.1))
             # not a target: the observe stage's own time, after the command is out
             print(f"  [info] {label}: the observe stage, after the command: p50 "
                   f"{ours.get('observe_p50_us', np.nan):.1f} us, p99 "
