@@ -24,10 +24,14 @@ def chain():
 
 
 defaults = table_values
+# the law's own torques from the first state on: no soft start, no rate limit (test_limits.py
+# checks those on the defaults)
+LAW_ONLY = {"max_effort_rate": 0.0, "soft_start": 0.0}
 
 
 def controller(chain, **overrides):
-    return ControllerCore(controller_settings(chain, defaults(CONTROLLER, **overrides)))
+    return ControllerCore(controller_settings(chain, defaults(CONTROLLER, **{**LAW_ONLY,
+                                                                            **overrides})))
 
 
 def test_controller_holds_the_first_state_then_tracks_a_goal(chain):

@@ -28,9 +28,11 @@ def chain():
 def settings(chain, **overrides):
     """The controller's defaults (CONTROLLER's table, per-joint entries too) with overrides,
     without the external-torque observer: these states are made up (the arm stays put under
-    any torque), which the observer rightly reads as a collision."""
+    any torque), which the observer rightly reads as a collision; nor the soft start and the
+    rate limit: the commands checked are the law's (test_limits.py checks those)."""
     return controller_settings(chain, table_values(
-        CONTROLLER, **{"external_torque.enabled": False, **overrides}))
+        CONTROLLER, **{"external_torque.enabled": False, "max_effort_rate": 0.0,
+                       "soft_start": 0.0, **overrides}))
 
 
 def core_at(chain, q=Q, t=1.0, **overrides):

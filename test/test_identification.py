@@ -461,7 +461,8 @@ def test_identify_from_bags_writes_a_urdf_that_predicts_the_validation_run(defau
 
 def track(model, truth, trajectory, periods=1, start_seconds=0.5):
     """The in-process loop, synchronous at 1 kHz: a ControllerCore knowing `model` (computed
-    torque, default gains, integral off, observer off: the model is wrong on purpose) drives a
+    torque, default gains, integral off, observer off: the model is wrong on purpose; the
+    limits on, no rate limit) drives a
     Simulation of `truth` (a simulated real arm: REAL_ARM_SUBSTEPS) along `periods` of the
     trajectory, sent as one goal of 50 Hz waypoints. -> (t, q, qd, the applied effort, each
     (m, n), from the goal's start; the tracking error (m, n))."""
@@ -470,7 +471,9 @@ def track(model, truth, trajectory, periods=1, start_seconds=0.5):
     from dyn_control.parameters import CONTROLLER
     from dyn_control.simulation import REAL_ARM_SUBSTEPS, Simulation
     from dyn_control.stages.settings import controller_settings
-    values = {"external_torque.enabled": False, "ki": 0.0}
+    # no rate limit: a nominal model's commands, far from what the arm needs, were clipped
+    # (the UR10's), and the comparison is of the models' torques, not of the clip
+    values = {"external_torque.enabled": False, "ki": 0.0, "max_effort_rate": 0.0}
     core = ControllerCore(controller_settings(
         model, lambda name: values[name] if name in values else CONTROLLER[name].default))
     sim = Simulation(truth, trajectory.start, substeps=REAL_ARM_SUBSTEPS)

@@ -70,13 +70,14 @@ def test_the_limits_bound_the_rate_and_never_send_a_non_finite_command():
     assert limits.apply(np.array([np.nan, 0.0]), 0.02, 100.0) is None
     np.testing.assert_allclose(limits.command, [2.0, -1.5])  # the last good one stays
     assert said.lines == [("error", "non-finite effort computed; command not sent")]
-    np.testing.assert_array_equal(limits.apply(np.array([9.0, 9.0]), 0.03, 0.0), [9.0, 9.0])
+    # no bound on a joint: inf (settings.rate_limits makes the parameter's 0 that)
+    np.testing.assert_array_equal(limits.apply(np.array([9.0, 9.0]), 0.03, np.inf), [9.0, 9.0])
 
 
 def test_the_goal_tracker_keeps_a_goal_for_the_first_state_and_refuses_in_cartesian_mode(chain):
     s = settings(chain)
     tracker = GoalTracker(Said())
-    tracker.configure(s.model, s.limits, s.goals, joint_mode=True)
+    tracker.configure(s.model, s.limits, s.goals, "computed_torque")
     request = Request(tuple(chain.joint_names), 0.0, ((1.0, Q + 0.1, (), ()),))
     goal = tracker.offer(request, None)
     assert goal.status == "pending" and tracker.pending is goal and tracker.trajectory is None
@@ -86,7 +87,7 @@ def test_the_goal_tracker_keeps_a_goal_for_the_first_state_and_refuses_in_cartes
     np.testing.assert_allclose(tracker.reference(3.0, Q)[0], Q + 0.1)  # the last point
     assert tracker.cancel(goal, state) and goal.outcome == "canceled"
     np.testing.assert_array_equal(tracker.reference(3.0, Q + 1.0)[0], Q)  # holds the measured
-    tracker.configure(s.model, s.limits, s.goals, joint_mode=False)
+    tracker.configure(s.model, s.limits, s.goals, "cartesian_impedance")
     refused = tracker.offer(request, state)
     assert refused.done and refused.code == INVALID_GOAL and "cartesian_impedance" in refused.reason
 

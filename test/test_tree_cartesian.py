@@ -35,8 +35,12 @@ def tree():
 class Loop:
     def __init__(self, chain, **overrides):
         self.chain = chain
+        # the law alone, from its first tick (test_limits.py checks the soft start, the rate
+        # limit and the barriers)
         self.core = ControllerCore(controller_settings(chain, table_values(
-            CONTROLLER, **{"mode": "cartesian_impedance", "ee_links": HANDS, **overrides})))
+            CONTROLLER, **{"mode": "cartesian_impedance", "ee_links": HANDS,
+                           "max_effort_rate": 0.0, "soft_start": 0.0, "limits.enabled": False,
+                           **overrides})))
         self.sim = Simulation(chain, Q0, DT, effort_limits(chain))
 
     def run(self, seconds, each=None):
