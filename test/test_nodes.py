@@ -61,8 +61,11 @@ class Captured:
 def make_controller(**params):
     """The controller node on the default arm, with params. The states these tests feed are
     made up (the arm does not follow the torques), which the external-torque observer rightly
-    reads as a collision: it is off here (test_contact_loop runs it over DDS)."""
-    params = {"external_torque.enabled": False, **params}
+    reads as a collision: it is off here (test_contact_loop runs it over DDS). These tests
+    check the law's torques from the first state on, so the soft start and the rate limit are
+    off unless a test sets them (test_limits.py checks them on the defaults)."""
+    params = {"external_torque.enabled": False, "max_effort_rate": 0.0, "soft_start": 0.0,
+              **params}
     overrides = config_overrides("controller", "computed_torque_controller")
     overrides += [Parameter("urdf_file", value=ARM)]
     overrides += [Parameter(k, value=v) for k, v in params.items()]

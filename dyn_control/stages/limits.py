@@ -1,6 +1,8 @@
 """The limits stage, after the law (which saturates to the effort limits itself, in its
 compiled code): the rate limit, and never a non-finite command."""
 
+import numpy as np
+
 from ..control import all_finite, limit_rate
 
 
@@ -14,7 +16,7 @@ class OutputLimits:
     def apply(self, tau, t, max_rate):
         """tau rate-limited to max_rate (N m/s) since the last command, or None when it is not
         finite (nothing is sent then, and it is said)."""
-        if self.command is not None:
+        if self.command is not None and np.isfinite(max_rate).any():  # off: no bound at all
             tau = limit_rate(tau, self.command, max_rate, t - self.time)
         if not all_finite(tau):
             self.say("error", "non-finite effort computed; command not sent", throttle=True)
