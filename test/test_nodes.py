@@ -957,6 +957,32 @@ def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on
 # ------------------------------------------------------------------ ~/markers (RViz)
 
 
+def test_markers_show_the_walls_and_delete_them_with_the_limits_off():
+    """~/markers' "walls": the box of limits.workspace_min/max as a cube centred in it with its
+    size (1e-12 m), a side further out than WALL_SHOWN_M drawn there; deleted when the
+    limits are off."""
+    from visualization_msgs.msg import Marker
+    from dyn_control.nodes.markers import WALL_SHOWN_M
+    node, *_ = make_controller(**{"limits.workspace_min": [-0.4, -0.5, 0.1],
+                                  "limits.workspace_max": [0.6, 0.5, 10.0]})
+    markers = Captured(node.markers.pub)
+    try:
+        node.on_joint_state(state_msg(2.0, NAMES, Q))
+        node.markers.publish()
+        wall = {m.ns: m for m in markers.messages[-1].markers}["walls"]
+        assert wall.type == Marker.CUBE and wall.action == Marker.ADD
+        assert wall.header.frame_id == "base_link" and 0 < wall.color.a < 1
+        centre = [wall.pose.position.x, wall.pose.position.y, wall.pose.position.z]
+        np.testing.assert_allclose(centre, [0.1, 0.0, (0.1 + WALL_SHOWN_M) / 2], atol=1e-12)
+        np.testing.assert_allclose([wall.scale.x, wall.scale.y, wall.scale.z],
+                                   [1.0, 1.0, WALL_SHOWN_M - 0.1], atol=1e-12)
+        assert node.set_parameters([Parameter("limits.enabled", value=False)])[0].successful
+        node.markers.publish()
+        assert {m.ns: m for m in markers.messages[-1].markers}["walls"].action == Marker.DELETE
+    finally:
+        node.destroy_node()
+
+
 def test_markers_show_the_desired_hand_path_the_target_pose_and_a_push():
     """~/markers: the desired path's points are the hand's forward kinematics along the
     trajectory (ends: the held start and the goal, 1e-9 m); in cartesian_impedance the target

@@ -5,7 +5,9 @@ a timer beside the tick, never in it).
   trajectory takes it, 100 points, computed once per trajectory;
 - ns "target": in cartesian_impedance, each ee_link's target pose as an arrow along its x axis;
 - ns "push": with the external-torque observer, the wrench the world applies at each ee_link, an
-  arrow ending at the hand, 1 cm per N, shown above PUSH_SHOWN_N.
+  arrow ending at the hand, 1 cm per N, shown above PUSH_SHOWN_N;
+- ns "walls": with the limits on, each ee_link's box (limits.workspace_min/max) as a
+  translucent cube, a side further out than WALL_SHOWN_M from the root drawn there.
 A marker that no longer applies is deleted (DELETE of its ns and id)."""
 
 import numpy as np
@@ -19,7 +21,10 @@ MARKER_RATE = 10.0  # Hz
 PATH_POINTS = 100
 PUSH_SHOWN_N = 2.0  # N: below it, model error rather than a push
 METRES_PER_NEWTON = 0.01
-COLORS = {"desired_path": (0.2, 0.6, 1.0), "target": (1.0, 0.6, 0.0), "push": (1.0, 0.1, 0.1)}
+WALL_SHOWN_M = 2.0  # m: a wall set further out (a side left open) is drawn here
+COLORS = {"desired_path": (0.2, 0.6, 1.0), "target": (1.0, 0.6, 0.0), "push": (1.0, 0.1, 0.1),
+          "walls": (0.9, 0.9, 0.2)}
+ALPHA = {"walls": 0.15}  # see-through: the arm inside stays visible
 
 
 class MarkerTopic:
@@ -64,16 +69,30 @@ class MarkerTopic:
                                             points=[p - METRES_PER_NEWTON * f, p]))
             else:
                 markers.append(self._delete("push", k))
+        guard = core.settings.guard
+        for k in range(len(hands)):
+            low, high = guard.workspace_min[k], guard.workspace_max[k]
+            if guard.enabled and np.isfinite(np.concatenate([low, high])).any():
+                low = np.maximum(low, -WALL_SHOWN_M)
+                high = np.maximum(np.minimum(high, WALL_SHOWN_M), low)
+                markers.append(self._marker("walls", k, Marker.CUBE, t, box=(low, high)))
+            else:
+                markers.append(self._delete("walls", k))
         self.pub.publish(MarkerArray(markers=markers))
 
-    def _marker(self, ns, k, kind, t, points=None, pose=None):
+    def _marker(self, ns, k, kind, t, points=None, pose=None, box=None):
         m = Marker(ns=ns, id=k, type=kind, action=Marker.ADD)
         m.header.frame_id = self.node.core.model.root_link
         messages.set_stamp(m.header.stamp, t)
         m.color.r, m.color.g, m.color.b = COLORS[ns]
-        m.color.a = 1.0
+        m.color.a = ALPHA.get(ns, 1.0)
         m.pose.orientation.w = 1.0
-        if pose is not None:  # an arrow along the pose's x axis
+        if box is not None:  # a cube from box[0] to box[1], axis-aligned in the base frame
+            low, high = box
+            m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(x) for x in
+                                                                       (low + high) / 2)
+            m.scale.x, m.scale.y, m.scale.z = (float(x) for x in high - low)
+        elif pose is not None:  # an arrow along the pose's x axis
             R, p = pose
             m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(x) for x in p)
             x, y, z, w = kinematics.matrix_quaternion(R)
