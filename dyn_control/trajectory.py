@@ -13,6 +13,7 @@ set-point: it applies at once.
 
 import numpy as np
 
+from .barriers import DEFAULT_VELOCITY_FRACTION, default_margins
 from .model import as_limit, position_bounds
 
 
@@ -179,8 +180,13 @@ def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2
 
 def demo_waypoints(chain, q0, duration=10.0, amplitude=0.3, frequency=0.2, rate=50.0):
     """trajectory_demo's motion on a chain from q0: sine_waypoints inside its position and
-    velocity limits. A joint whose Coulomb friction is not below its effort limit cannot be
-    driven at all (Talos's gripper: 1 N m of each), so it stays at q0."""
+    velocity limits, and where the controller's guard does nothing by default: outside the
+    margins of its barriers and under the fraction of each velocity limit where its velocity
+    damping begins (barriers.py; a demo that went there would show the guard, not the
+    tracking). A joint whose Coulomb friction is not below its effort limit cannot be driven
+    at all (Talos's gripper: 1 N m of each), so it stays at q0."""
     amplitude = np.where(chain.friction >= as_limit(chain.effort_limits), 0.0, amplitude)
-    return sine_waypoints(q0, chain.lower, chain.upper, duration, amplitude, frequency, rate,
-                          velocity=chain.velocity_limits)
+    margin = default_margins(chain)
+    return sine_waypoints(q0, chain.lower + margin, chain.upper - margin, duration, amplitude,
+                          frequency, rate,
+                          velocity=DEFAULT_VELOCITY_FRACTION * as_limit(chain.velocity_limits))

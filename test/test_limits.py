@@ -132,6 +132,25 @@ def test_the_default_margins_leave_the_simulators_start_outside_them_on_every_re
 
 # ---------------------------------------------------------------------- joint limits, every mode
 
+@pytest.mark.parametrize("rel", ARMS)
+def test_the_demo_trajectory_keeps_out_of_the_barriers(rel):
+    # make demo's motion from the simulator's start: neither q nor where q heads (q + HEADWAY
+    # qd, what a barrier looks at) enters the default margins, nor |qd| the velocity damping's
+    # band, so the demo shows the tracking, not the guard; and every joint moves
+    from dyn_control.simulation import default_initial_positions
+    from dyn_control.trajectory import demo_waypoints
+    chain = arm(rel)
+    _, q, qd, _ = demo_waypoints(chain, default_initial_positions(chain))
+    rooms = np.array([barriers.room(qk, chain.position_min, chain.position_max)
+                      for qk in q + barriers.HEADWAY * qd])
+    margins = barriers.default_margins(chain)
+    assert np.all(rooms.min(axis=0) > margins), rooms.min(axis=0) - margins
+    from dyn_control.model import as_limit
+    band = barriers.DEFAULT_VELOCITY_FRACTION * as_limit(chain.velocity_limits)
+    assert np.all(np.abs(qd).max(axis=0) < band), np.abs(qd).max(axis=0) / band
+    assert np.ptp(q, axis=0).min() > 0.05
+
+
 def outward(chain, q, link=None):
     """A unit vector from the base to the hand."""
     _, p = kinematics.frame_pose(chain, q, link)
