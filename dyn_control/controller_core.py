@@ -37,6 +37,7 @@ from . import barriers, kinematics
 from .cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
 from .control import MODES, TEACH, ControlLaw, TeachLaw
 from .cores import Events
+from .dynamics import gravity_torques
 from .goals import PATH_TOLERANCE_VIOLATED, Request
 from .simulation import default_initial_positions, gravity_overloads
 from .stages.contact import ContactMonitor
@@ -180,7 +181,7 @@ class ControllerCore(Events):
             self.contact.restart()
         applied = self.output.command  # what the arm got since the last state (None: none)
         if self.state is None:
-            self._start(state)
+            self._start(state, effort)
         self.state = state
         self.goals.start_pending(state)
         command = self.tick() if self.settings.rate == 0 else None
@@ -192,15 +193,24 @@ class ControllerCore(Events):
         self.stats.observed()
         return command
 
-    def _start(self, state):
-        """The first state: the soft start begins, from a zero command when the effort is
-        rate-limited (the first command is gravity compensation ramped in from zero), and a
-        joint inside its margin gets it back gently."""
+    def _start(self, state, effort):
+        """The first state: the soft start begins. With the effort rate-limited, the limit
+        counts from what holds the arm now: the measured effort (a controller before this one),
+        or where it is all zero (the drives apply nothing: brakes), from zero, or from g(q)
+        when the arm compensates gravity itself (a zero command then). A joint inside its
+        margin gets it back gently."""
         t, q, _ = state
         self._check_holding(q)
         self.ramp_from = t
         if np.isfinite(self.settings.max_effort_rate).any() and self.output.command is None:
-            self.output.command = np.zeros(self.model.n)
+            n = self.model.n
+            held = effort is not None and len(effort) == n and np.isfinite(effort).all()
+            if held and any(effort):
+                self.output.command = np.array(effort, float)
+            elif self.settings.arm_compensates_gravity:
+                self.output.command = gravity_torques(self.model, q)
+            else:
+                self.output.command = np.zeros(n)
             self.output.time = t - self.settings.joint.period  # the first step: one period's
         out = self.guard.start(t, q)
         if out is not None:  # the hold goes out of the margins as the barriers come back
@@ -308,10 +318,14 @@ class ControllerCore(Events):
         return self._send(Command(last + self.watchdog.period, tau, None, None))
 
     def _send(self, command):
-        """The limits stage: rate-limited, never a non-finite command (None then)."""
+        """The limits stage: rate-limited, never a non-finite command (None then); without
+        g(q) where the arm adds its own (the stages before and the observer keep the whole
+        torque: what the joints get)."""
         tau = self.output.apply(command.tau, command.t, self.settings.max_effort_rate)
         if tau is None:
             return None
+        if self.settings.arm_compensates_gravity:
+            tau = tau - gravity_torques(self.model, self.state[1])
         self.last = command._replace(tau=tau)
         return self.last
 
@@ -333,9 +347,10 @@ class ControllerCore(Events):
 def warm_up(settings):
     """Compile or load every kernel a controller can run, on throwaway cores: a tick, a goal
     (its checks and tolerances) and a watchdog hold, then ticks in cartesian_impedance (the
-    Cartesian law, its stiffness check, the target filter) and teach; the barriers' kernels. Else the first tick would stall
-    0.3 s, and on a first run a switch of mode at run time stalled the loop for the compile
-    (20.7 s measured: the simulator's command timeout dropped the arm)."""
+    Cartesian law, its stiffness check, the target filter) and teach, and the barriers'
+    kernels. Else the first tick would stall 0.3 s, and on a first run a switch of mode at run
+    time stalled the loop for the compile (20.7 s measured: the simulator's command timeout
+    dropped the arm)."""
     model = settings.model
     q, zero = default_initial_positions(model), np.zeros(model.n)  # (inside the limits)
     for mode in (settings.joint.mode, CARTESIAN_IMPEDANCE, TEACH):

@@ -279,7 +279,8 @@ LIMITS = (
           "joint: the barrier's stiffness at the margin's edge, times each joint's inertia",
           any_type=True),
     Param("limits.position_damping", None, "1/s, a scalar or one per joint: the barrier's "
-          "damping of motion toward the limit", any_type=True, number=True,
+          "damping inside the margin, both ways (a joint that came in fast is not thrown "
+          "back out)", any_type=True, number=True,
           shown_default="unset = 2√stiffness"),
     Param("limits.velocity_fraction", barriers.DEFAULT_VELOCITY_FRACTION, "of each URDF "
           "velocity limit, where the velocity damping begins", low=0.0, high=1.0,
@@ -342,6 +343,10 @@ CONTROLLER = Table(
           "between commands; 0 = off", any_type=True, number=True,
           shown_default=f"unset = each effort limit / {EFFORT_RISE:g} s (Franka's 1000 N·m/s "
           "on its 87 N·m joints)"),
+    Param("arm_compensates_gravity", False, "the arm adds its own gravity compensation to "
+          "every command (Franka, a UR in direct torque, KUKA in FRI's torque mode): the "
+          "published effort leaves g(q) out; the limits, the rate limit and the observer work "
+          "on the whole torque ([real_arm.md](real_arm.md))", run_time=False),
     Param("soft_start", 0.2, "s over which the gains ramp in at start-up and after a switch "
           "of mode, the command starting from gravity compensation; 0 = off", low=0.0),
     *GOALS,
@@ -379,6 +384,10 @@ SIMULATOR = Table(
           "arm does not fall while the controller starts", run_time=False),
     Param("effort_limits", None, "N·m, a scalar or one per joint: the applied effort is "
           "saturated to them", run_time=False, any_type=True, shown_default="URDF", number=True),
+    Param("arm_compensates_gravity", False, "the simulated arm adds its own g(q) to every "
+          "command, as Franka's, a UR's (direct torque) and KUKA's (FRI torque mode) firmware "
+          "do; the published effort is the whole joint torque ([real_arm.md](real_arm.md))",
+          run_time=False),
     Param("command_timeout", 0.2, "s without a command before the effort drops to zero (0 = "
           "never): simulated s when synchronous, wall s when free running", run_time=False,
           low=0.0),

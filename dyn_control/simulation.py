@@ -43,7 +43,7 @@ from .control import all_finite, effort_limits, saturate
 from .dynamics import gravity_torques, mass_matrix
 from .kernels.passive import simulation_step
 from .kinematics import frame_jacobian
-from .layout import Data
+from .layout import Data, with_gravity
 
 INTEGRATORS = ("rk4", "semi_implicit_euler")
 DEFAULT_DT = 1e-3  # s
@@ -140,16 +140,20 @@ class Simulation:
     """State (q, qd) at time t of a chain driven by joint torques.
 
     q0: (n,) initial positions; dt: step (s); effort_limits: (n,) N m or N (inf: none);
-    substeps: physics steps per dt (module docstring).
+    substeps: physics steps per dt (module docstring). gravity_compensated: the arm adds its
+    own g(q) to every command, continuously, as the firmware of a Franka, a UR in direct torque
+    or a KUKA in FRI's torque mode does: the step then runs without gravity, and `effort` (what
+    the joints' torque sensors read) is the command plus g(q).
     """
 
     def __init__(self, chain, q0, dt=DEFAULT_DT, effort_limits=None, integrator="rk4",
-                 substeps=1):
+                 substeps=1, gravity_compensated=False):
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
         if isinstance(substeps, bool) or int(substeps) != substeps or substeps < 1:
             raise ValueError(f"substeps must be a whole number >= 1, got {substeps!r}")
         self.substeps = int(substeps)
+        self.gravity_compensated = bool(gravity_compensated)
         self.chain = chain
         self.dt = float(dt)
         self.integrator = integrator
@@ -159,7 +163,8 @@ class Simulation:
         if not (np.isfinite(self.dt) and self.dt > 0):
             raise ValueError(f"dt must be > 0 s, got {dt}")
         self.qd = np.zeros(chain.n)
-        self.tau = np.zeros(chain.n)  # applied, after saturation
+        self.tau = np.zeros(chain.n)  # the command applied, after saturation
+        self.effort = self.tau  # the joints' torques over the last step: tau, plus g if compensated
         self.t = 0.0
         self.steps = 0
         self.blowups = 0  # steps undone because the state became non-finite
@@ -172,7 +177,17 @@ class Simulation:
         self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
         self.external = None  # (link, wrench (6,)) of a push
         self.external_torques = np.zeros(chain.n)  # J^T wrench of the push over the last step
-        self.data = Data(chain.pack)  # the step's workspace
+
+    @property
+    def chain(self):
+        return self._chain
+
+    @chain.setter
+    def chain(self, chain):
+        """The model the steps run (a new payload: from the next step on)."""
+        self._chain = chain
+        pack = with_gravity(chain.pack, np.zeros(3)) if self.gravity_compensated else chain.pack
+        self.data = Data(pack)  # the step's workspace, and the model it packs
 
     def push(self, wrench, link=None):
         """From the next step on, until the next push: the wrench (6,) [force N; moment N m],
@@ -201,6 +216,8 @@ class Simulation:
         elif self.external_torques.any():
             self.external_torques = np.zeros(self.chain.n)
         q, qd = self.q, self.qd
+        if self.gravity_compensated:
+            g = gravity_torques(self.chain, q)
         try:
             for _ in range(self.substeps):
                 q, qd = simulation_step(
@@ -214,6 +231,9 @@ class Simulation:
             q, qd = self.q, np.zeros_like(self.qd)
             self.tau = np.zeros_like(self.tau)
             self.blowups += 1
+        # the compensation's torque over the step, by the trapezoid
+        self.effort = (self.tau + 0.5 * (g + gravity_torques(self.chain, q))
+                       if self.gravity_compensated else self.tau)
         self.q, self.qd = q, qd
         if self.at_stop():
             self.stop_steps += 1
@@ -228,6 +248,6 @@ class Simulation:
     def hold(self):
         """Advance one dt with the joints braked: time passes, the arm does not move."""
         self.qd = np.zeros_like(self.qd)
-        self.tau = np.zeros_like(self.tau)
+        self.tau = self.effort = np.zeros_like(self.tau)
         self.steps += 1
         self.t = self.steps * self.dt

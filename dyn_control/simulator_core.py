@@ -47,7 +47,7 @@ def simulator_settings(chain, value, order=None):
         publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
         synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
         command_timeout=value("command_timeout"),
-        model=model,
+        model=model, arm_compensates_gravity=bool(value("arm_compensates_gravity")),
         noise=np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
                        dtype=float),
         seed=int(value("noise.seed")))
@@ -61,7 +61,7 @@ class SimulatorCore(Events):
         self.chain = chain  # from the URDF; the simulation runs settings["model"] (payload)
         s = self.settings = settings
         self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"],
-                              s["substeps"])
+                              s["substeps"], s["arm_compensates_gravity"])
         self.command = np.zeros(chain.n)
         self.braked = s["braked"]  # released by the first command
         self.command_seen = None  # when the last command came: sim time if synchronous
@@ -84,7 +84,7 @@ class SimulatorCore(Events):
         """(q, qd, effort) as the arm's sensors give them: the true state and applied effort,
         with the noise the parameters ask for (the same arrays when there is none)."""
         sim = self.sim
-        true = (sim.q, sim.qd, sim.tau)
+        true = (sim.q, sim.qd, sim.effort)
         if not self.noise.any():
             return true
         return tuple(x + sigma * self.rng.standard_normal(x.shape) if sigma else x

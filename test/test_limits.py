@@ -43,10 +43,10 @@ ARMS = ("default_arm",) + REAL
 class Lockstep:
     """A controller core and a simulator core at 1 ms, from the simulator's default start."""
 
-    def __init__(self, chain, q0=None, **params):
+    def __init__(self, chain, q0=None, simulator=None, **params):
         self.chain = chain
         self.ctl = ControllerCore(controller_settings(chain, table_values(CONTROLLER, **params)))
-        sim_params = {} if q0 is None else {"initial_positions": list(q0)}
+        sim_params = dict(simulator or {}) | ({} if q0 is None else {"initial_positions": list(q0)})
         self.sim = SimulatorCore(chain, simulator_settings(chain, table_values(SIMULATOR,
                                                                                **sim_params)))
         self.q, self.taus, self.t = [], [], []
@@ -324,6 +324,22 @@ def test_no_command_step_over_the_rate_limit_at_start_up_or_a_switch_of_mode(rel
         loop.run(0.5)
     assert loop.largest_step() <= 1 + 1e-9
     assert loop.stops == 0
+
+
+def test_a_controller_started_on_a_held_arm_ramps_from_the_measured_effort():
+    # a controller that starts while another holds the arm (a restart): its rate limit counts
+    # from the measured effort, so its first command is within one step of what the arm gets,
+    # not a ramp from zero (11 N m away on our arm's shoulder)
+    from conftest import BENT_POSE
+    chain = arm("default_arm")
+    loop = Lockstep(chain, q0=BENT_POSE).run(0.5)
+    t = loop.sim.sim.t
+    q, qd, effort = (x.copy() for x in loop.sim.measured())
+    new = ControllerCore(controller_settings(chain, table_values(CONTROLLER)))
+    first = new.update(t, (t, q, qd), effort).tau
+    bound = new.settings.max_effort_rate * DT
+    assert np.all(np.abs(first - effort) <= bound * (1 + 1e-9))
+    assert np.abs(effort).max() > 5 * bound.max()  # a ramp from zero would have shown
 
 
 def test_a_joint_starting_inside_its_margin_is_pushed_back_gently():

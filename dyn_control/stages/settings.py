@@ -173,6 +173,7 @@ class ControllerSettings:
     guard: Limits
     soft_start: float  # s
     teach_damping: np.ndarray  # 1/s, per joint: teach mode's
+    arm_compensates_gravity: bool = False  # the command leaves g(q) out: the arm adds it
 
 
 def controller_settings(chain, value, order=None):
@@ -223,6 +224,7 @@ def controller_settings(chain, value, order=None):
         contact=contact_settings(chain, value, per_joint),
         guard=limits_settings(chain, value, per_joint, frames),
         soft_start=float(value("soft_start")), teach_damping=per_joint("teach.damping"),
+        arm_compensates_gravity=bool(value("arm_compensates_gravity")),
         goals=Goals(
             tolerances=goals.Tolerances.defaults(
                 constraint("trajectory"), constraint("goal"),
