@@ -6,28 +6,27 @@ margin m, with s = (m - d) / m the share of the margin crossed:
 
     a = max(k m (m - d) / d - c s v, 0)        (v: the speed away from the limit)
 
-with d the distance HEADWAY s ahead at the speed toward the limit, zero outside the margin and at its edge (no step when a joint enters it), k (the stiffness,
-1/s^2 for a joint) near the edge, growing without bound toward the limit. Its damping c fades
-in with s; it acts both ways, so a joint that came in fast does not bounce back out (with the
-damping on the way in only, the UR5's elbow entering at 2.6 rad/s came back at 2.9, and threw
-its wrist over the velocity limit); and the whole is never negative: the barrier never pushes
-toward a limit. At d = m / 2, at rest, it asks k m. Its slope k m^2 / d^2 is a spring the
-sampled loop holds while slope * n * T^2 < 1 (n joints coupled, the gains' bound in
-control.check_gains): closer than d_min = m sqrt(k n) T (0.015 rad with the defaults on six
-joints) it goes on linearly, along its tangent, past the limit too. There it asks over 2500
-rad/s^2, beyond any arm's effort limits.
+with d the distance HEADWAY s ahead at the speed toward the limit, zero outside the margin and
+at its edge (no step when a joint enters it), k (the stiffness, 1/s^2 for a joint) near the
+edge, growing without bound toward the limit. Its damping c fades in with s and acts both ways,
+so a joint that came in fast does not bounce back out over its velocity limit; and the whole is
+never negative: the barrier never pushes toward a limit. At d = m / 2, at rest, it asks k m.
+Its slope k m^2 / d^2 is a spring the sampled loop holds while slope * n * T^2 < 1 (n joints
+coupled, the gains' bound in control.check_gains): closer than d_min = m sqrt(k n) T (0.015 rad
+with the defaults on six joints) it goes on linearly, along its tangent, past the limit too.
+There it asks over 2500 rad/s^2, beyond any arm's effort limits.
 
-Why HEADWAY: the command is rate-limited (max_effort_rate, 1000 N m/s by default, Franka's),
-so a brake builds up over time. A torque ramping at R stops a joint of inertia I from speed v
-in (2/3) v sqrt(2 I v / R): 0.196 rad for the UR5's elbow (2.5 kg m^2) at 2.6 rad/s, the whole
-default margin. Acting on the distance as it was, the barrier asked 114 N m when the command,
-ramping, had reached 60; the command then lagged the barrier down as well, pushed the elbow back
-out at 3.2 rad/s, over its velocity limit, and the hold that followed threw it onto its stop.
-Acting on where the joint will be, it starts braking 0.39 rad earlier at that speed. A joint's barrier is an acceleration times the joint's inertia
-with the others free, I_i(q) (control.py's gains are scaled so too): one stiffness serves the
-light wrist and the heavy shoulder of every arm. At d = m / 2 it asks k m: with the defaults,
-200 rad/s^2 on a 0.2 rad margin, what computed_torque's kp asks of a 0.5 rad error. The effort
-limits bound its sum with the law (stages.guard).
+Why HEADWAY: the command is rate-limited (max_effort_rate), so a brake builds up over time. A
+torque ramping at R stops a joint of inertia I from speed v in (2/3) v sqrt(2 I v / R): 0.196
+rad for the UR5's elbow (2.5 kg m^2) at 2.6 rad/s, the whole default margin. A barrier on the
+distance as it is asks its brake too late, and the ramping command then lags it on the way back
+out too. Acting on where the joint will be, it starts braking 0.39 rad earlier at that speed.
+
+A joint's barrier is an acceleration times the joint's inertia with the others free, I_i(q)
+(control.py's gains are scaled so too): one stiffness serves the light wrist and the heavy
+shoulder of every arm. At d = m / 2 it asks k m: with the defaults, 200 rad/s^2 on a 0.2 rad
+margin, what computed_torque's kp asks of a 0.5 rad error. The effort limits bound its sum with
+the law (stages.guard).
 
 Velocity: over `fraction` of a joint's velocity limit, damping c_v x / (1 - x) with x the share
 of the band from fraction * limit to the limit crossed, at most 1 / (n T) (the most a sampled
