@@ -51,23 +51,22 @@ def scale_into_limits(trajectory, chain, margin=0.9, samples=2000):
     """The trajectory with its motion about `start` scaled down so that, sampled over a period,
     q stays within margin of the range about the start, and |qd|, |qdd| within margin of the
     velocity limits and of 10 x those per s (chain.velocity_limits). The range and the velocity
-    limits are the controller's free zone: its limits' default margins in from each end, its
-    default velocity fraction of each limit, where its velocity damping begins (barriers.py).
-    With 90 % of the whole range and velocity limits, issue 31's held-out run with the true
-    URDF tracked at 0.014 rad RMS, the barriers' doing, the same for every model, and the
-    nominal model was no longer 10x worse than the identified one; at the fraction itself
-    (no margin), the damping's onset put kinks in the effort."""
+    limits are the controller's free zone, where its guard does nothing (barriers.py): its
+    default margins in from each end, reached neither by q nor by where q heads (q + HEADWAY
+    qd, what the barriers look at), and its default velocity fraction of each limit. An
+    excitation the guard bent would not be the motion optimized for, and a held-out run it
+    bent would compare the guard, the same for every model, not the models."""
     t = np.linspace(0.0, trajectory.period, samples)
     q, qd, qdd = trajectory(t)
     keep = barriers.default_margins(chain)
     lower, upper = np.where(np.isfinite(chain.lower), chain.lower + keep, -np.pi), \
         np.where(np.isfinite(chain.upper), chain.upper - keep, np.pi)
     centre, half = (upper + lower) / 2, margin * (upper - lower) / 2
-    motion = q - trajectory.start
-    room_up = centre + half - trajectory.start
-    room_down = trajectory.start - (centre - half)
-    ratios = [np.max(motion / np.maximum(room_up, 1e-9), axis=0),
-              np.max(-motion / np.maximum(room_down, 1e-9), axis=0)]
+    room_up = np.maximum(centre + half - trajectory.start, 1e-9)
+    room_down = np.maximum(trajectory.start - (centre - half), 1e-9)
+    ratios = []
+    for motion in (q - trajectory.start, q + barriers.HEADWAY * qd - trajectory.start):
+        ratios += [np.max(motion / room_up, axis=0), np.max(-motion / room_down, axis=0)]
     velocity = np.where(np.isfinite(chain.velocity_limits) & (chain.velocity_limits > 0),
                         chain.velocity_limits, 2.0)
     ratios += [np.abs(qd).max(axis=0) / (margin * barriers.DEFAULT_VELOCITY_FRACTION * velocity),
