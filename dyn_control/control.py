@@ -290,18 +290,28 @@ def effort_limits(chain, override=()):
     return as_limit(limits)
 
 
-# s: the default rate limit brings in each joint's whole effort in this long (Franka's limit of
-# 1000 N m/s on its 87 N m joints). Quicker than Franka's on a heavy arm: at 1000 N m/s a UR10,
-# its gravity ramped in from zero at start, sagged 0.08 rad before the command held it.
+# s: the default rate limit brings in the arm's largest effort in this long, on every joint of
+# that kind (revolute or prismatic): Franka's limit, 1000 N m/s on all seven joints, is its 87
+# N m over it. Per joint, each limit over it, a 3 N m wrist took 60 ms to flip its 1 N m of
+# Coulomb compensation at a reversal (Tiago++: 3e-3 rad off); and 1000 N m/s on a UR10, its
+# gravity ramped in from zero at start, sagged 0.08 rad before the command held it.
 EFFORT_RISE = 0.087
 
 
-def rate_limits(limits, given):
-    """(n,) N m/s per joint, inf: none. given: unset (None or []): each effort limit over
+def rate_limits(limits, given, prismatic=None):
+    """(n,) N m/s (N/s) per joint, inf: none. given: unset (None or []): the largest finite
+    effort limit among the joints of each kind (prismatic: (n,) bool, default none) over
     EFFORT_RISE; else a scalar or one per joint (gain_vector), 0 meaning none."""
     n = len(limits)
     if given is None or (isinstance(given, (list, tuple)) and len(given) == 0):
-        return np.asarray(limits, float) / EFFORT_RISE
+        limits = np.asarray(limits, float)
+        kinds = np.zeros(n, bool) if prismatic is None else np.asarray(prismatic, bool)
+        rates = np.full(n, np.inf)
+        for kind in (False, True):
+            finite = limits[(kinds == kind) & np.isfinite(limits)]
+            if finite.size:
+                rates[kinds == kind] = finite.max() / EFFORT_RISE
+        return rates
     rates = gain_vector(given, n, "max_effort_rate")
     return np.where(rates > 0, rates, np.inf)
 

@@ -341,8 +341,8 @@ CONTROLLER = Table(
           "`stop`: publish nothing", choices=("hold", "stop")),
     Param("max_effort_rate", None, "N·m/s, a scalar or one per joint: the bound on the change "
           "between commands; 0 = off", any_type=True, number=True,
-          shown_default=f"unset = each effort limit / {EFFORT_RISE:g} s (Franka's 1000 N·m/s "
-          "on its 87 N·m joints)"),
+          shown_default=f"unset = the largest effort limit / {EFFORT_RISE:g} s on every joint "
+          "(of each kind, revolute or prismatic: Franka's 1000 N·m/s, its 87 N·m over it)"),
     Param("arm_compensates_gravity", False, "the arm adds its own gravity compensation to "
           "every command (Franka, a UR in direct torque, KUKA in FRI's torque mode): the "
           "published effort leaves g(q) out; the limits, the rate limit and the observer work "

@@ -326,6 +326,24 @@ def test_no_command_step_over_the_rate_limit_at_start_up_or_a_switch_of_mode(rel
     assert loop.stops == 0
 
 
+def test_the_default_rate_limit_is_frankas_on_the_panda_and_one_per_kind_on_a_tree():
+    # libfranka's kMaxTorqueRate: 1000 N m/s on every joint of the Panda (its largest effort
+    # limit, 87 N m, over EFFORT_RISE); on Tiago++ the torso's lift (prismatic, 2000 N) gets
+    # its own, and every arm joint the arms' largest (43 N m), its 3 N m wrist too
+    from dyn_control.control import EFFORT_RISE
+    panda = controller_settings(arm(REAL[1]), table_values(CONTROLLER))
+    np.testing.assert_allclose(panda.max_effort_rate, 1000.0, rtol=1e-12)
+    joints = ["torso_lift_joint", *(f"arm_{side}_{k}_joint" for side in ("left", "right")
+                                    for k in range(1, 8))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tiago = load_chain(robots_dir() / "tiago_description/robots/tiago_dual.urdf",
+                           joints=joints)
+    rates = controller_settings(tiago, table_values(CONTROLLER, joints=joints)).max_effort_rate
+    np.testing.assert_allclose(rates, [2000.0 / EFFORT_RISE] + [43.0 / EFFORT_RISE] * 14,
+                               rtol=1e-12)
+
+
 def test_a_controller_started_on_a_held_arm_ramps_from_the_measured_effort():
     # a controller that starts while another holds the arm (a restart): its rate limit counts
     # from the measured effort, so its first command is within one step of what the arm gets,

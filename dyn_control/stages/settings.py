@@ -203,7 +203,8 @@ def controller_settings(chain, value, order=None):
         rate = to_chain_order(gain_vector(rate, chain.n, "max_effort_rate"), joints.order)
     return ControllerSettings(
         mode=mode, model=model, payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9),
-        limits=limits, max_effort_rate=rate_limits(limits, rate),
+        limits=limits, max_effort_rate=rate_limits(
+            limits, rate, [joint.type == "prismatic" for joint in chain.joints]),
         rate=value("rate"), state_timeout=value("state_timeout"),
         on_state_timeout=value("on_state_timeout"), target_filter=value("target_filter"),
         nullspace_posture=joints.positions("nullspace_posture"),
