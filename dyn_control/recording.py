@@ -72,15 +72,21 @@ def write_states(path, t, names, q, qd, effort, topic=TOPIC):
         bag.close()
 
 
-def state_names(path, topic=TOPIC):
-    """The joint names of the first JointState on `topic` in the bag at `path`; ValueError, one
-    line, as read_states."""
+def _open(path):
+    """The rosbag2 reader of the bag at `path`, open; ValueError, one line, when it is not one."""
     from rosbags.rosbag2 import Reader
     try:
         reader = Reader(pathlib.Path(path))
         reader.open()
     except Exception as err:  # rosbags raises its own types for a missing or bad file
         raise ValueError(f"cannot read the recording {str(path)!r}: {err}") from None
+    return reader
+
+
+def state_names(path, topic=TOPIC):
+    """The joint names of the first JointState on `topic` in the bag at `path`; ValueError, one
+    line, as read_states."""
+    reader = _open(path)
     try:
         connections = [c for c in reader.connections if c.topic == topic]
         for connection, _, raw in reader.messages(connections=connections):
@@ -95,13 +101,8 @@ def read_states(path, names, topic=TOPIC):
     `path`, columns in `names`' order, t from the messages' stamps. ValueError, one line, when
     the file is not a bag, has no such topic, or a message lacks one of the joints (or its
     velocity or effort)."""
-    from rosbags.rosbag2 import Reader
     store = _typestore()
-    try:
-        reader = Reader(pathlib.Path(path))
-        reader.open()
-    except Exception as err:  # rosbags raises its own types for a missing or bad file
-        raise ValueError(f"cannot read the recording {str(path)!r}: {err}") from None
+    reader = _open(path)
     try:
         connections = [c for c in reader.connections if c.topic == topic]
         if not connections:
