@@ -39,7 +39,9 @@ import math
 import numpy as np
 
 from .kernels import mass_matrix as mass
+from .kernels import views
 from .kernels.compile import jit
+from .kernels.frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
 
 DEFAULT_MARGIN_SHARE = 0.1  # of each joint's range: the simulator starts at least this far in
 DEFAULT_MARGIN_MAX = 0.2  # rad or m: the default margin on a wide joint
@@ -117,6 +119,29 @@ def wall_force(p, v, low, high, margin, stiffness, damping, out):
              - push(high[k] - p[k], -v[k], margin, stiffness, damping, 1e-3 * margin))
         out[k] = f
         active = active or f != 0.0
+    return active
+
+
+@jit
+def wall_barriers(mvec, mrot, ints, vecs, rots, mats, q, qd, bodies, R_offs, p_offs, lows,
+                  highs, margin, stiffness, damping, Rf, pf, J, force, out):
+    """Add to out (n,) each frame's walls' J_v^T F (wall_force at the frame's origin, lows and
+    highs (frames, 3)), from one kinematics pass; Rf, pf, J, force: scratch -> whether any
+    acts."""
+    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
+    kinematics(m, d, q)
+    n, v, active = q.shape[0], np.empty(3), False
+    for k in range(bodies.shape[0]):
+        frame_placement(d, bodies[k], R_offs[k], p_offs[k], Rf, pf)
+        frame_jacobian(m, d, bodies[k], Rf, pf, LOCAL_WORLD_ALIGNED, J)
+        for a in range(3):
+            v[a] = 0.0
+            for j in range(n):
+                v[a] += J[a, j] * qd[j]
+        if wall_force(pf, v, lows[k], highs[k], margin, stiffness, damping, force):
+            active = True
+            for j in range(n):
+                out[j] += J[0, j] * force[0] + J[1, j] * force[1] + J[2, j] * force[2]
     return active
 
 

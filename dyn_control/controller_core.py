@@ -359,8 +359,7 @@ def warm_up(settings):
         warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
         warm.update(0.0, (0.5, q, zero))
         warm.update(1.0)
-    barriers.wall_force(np.zeros(3), np.zeros(3), np.ones(3), 2 * np.ones(3), 0.5, 1.0, 1.0,
-                        np.empty(3))  # the walls' kernel, where none is set: one may be later
+    warm.guard._walls(q, zero)  # the walls' kernel, where none is set: one may be later
     targets = [kinematics.frame_pose(model, q, link) for link in warm.cartesian.ee_links]
     warm.cartesian(q, zero, np.array([R for R, _ in targets]), np.array([p for _, p in targets]),
                    np.zeros(6 * len(targets)), q)  # whatever the stiffness: the law itself

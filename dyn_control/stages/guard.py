@@ -6,7 +6,7 @@ collision)."""
 
 import numpy as np
 
-from .. import barriers, kinematics
+from .. import barriers
 from ..control import saturate
 
 
@@ -34,6 +34,15 @@ class Guard:
         self.margin = settings.position_margin.copy() if settings.enabled else np.zeros(model.n)
         self.walls = settings.enabled and (np.isfinite(settings.workspace_min).any() or
                                            np.isfinite(settings.workspace_max).any())
+        # the compiled walls' arguments: each ee_link's frame and box, and scratch
+        frames = [model.frame(link) for link in ee_links]
+        self.wall_args = (
+            np.array([body for body, _, _ in frames], dtype=np.int64),
+            np.array([R for _, R, _ in frames]).reshape(-1, 3, 3),
+            np.array([p for _, _, p in frames]).reshape(-1, 3),
+            np.asarray(settings.workspace_min, float).reshape(-1, 3),
+            np.asarray(settings.workspace_max, float).reshape(-1, 3))
+        self.scratch = (np.empty((3, 3)), np.empty(3), np.empty((6, model.n)), np.empty(3))
 
     @property
     def enabled(self):
@@ -104,16 +113,10 @@ class Guard:
 
     def _walls(self, q, qd):
         """The walls' J^T F on each ee_link, into self.torque -> whether any acts."""
-        s, force, active = self.settings, np.empty(3), False
-        for k, link in enumerate(self.ee_links):
-            _, p, J = kinematics.frame_pose_and_jacobian(self.model, q, link)
-            Jv = J[:3]
-            if barriers.wall_force(p, Jv @ qd, s.workspace_min[k], s.workspace_max[k],
-                                   s.workspace_margin, s.workspace_stiffness,
-                                   s.workspace_damping, force):
-                self.torque += Jv.T @ force
-                active = True
-        return active
+        s = self.settings
+        return barriers.wall_barriers(*self.data.args, q, qd, *self.wall_args,
+                                      s.workspace_margin, s.workspace_stiffness,
+                                      s.workspace_damping, *self.scratch, self.torque)
 
     def clamp(self, p, frame):
         """A target position p (3,) for ee_link `frame`, moved inside its walls' box (their
