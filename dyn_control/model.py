@@ -182,6 +182,14 @@ class Chain:
         raise ValueError(f"{what} '{link}' is not a link the chain moves (links: "
                          f"{', '.join(name for links in self.lumped_links for name in links)})")
 
+    def frame_arrays(self, links):
+        """(bodies (k,) int, R (k, 3, 3), p (k, 3)): frame() of each of `links`, as the compiled
+        kernels that visit several frames take them."""
+        frames = [self.frame(link) for link in links]
+        return (np.array([body for body, _, _ in frames], dtype=np.int64),
+                np.array([R for _, R, _ in frames], dtype=float).reshape(-1, 3, 3),
+                np.array([p for _, _, p in frames], dtype=float).reshape(-1, 3))
+
     def with_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=(0.0,) * 6, link=None):
         """A new chain carrying a rigid payload fixed to `link` (default: the tip link).
 

@@ -43,10 +43,8 @@ class ContactMonitor:
         # the compiled observe stage's arguments: the frames whose wrench it computes each
         # tick (none when no force level is on: the topics then ask at their own rate), the
         # levels, and what it fills
-        watched = self.frames if self.check_forces else []
-        self.bodies = np.array([body for body, _, _ in watched], dtype=np.int64)
-        self.offsets = (np.array([R for _, R, _ in watched]).reshape(-1, 3, 3),
-                        np.array([p for _, _, p in watched]).reshape(-1, 3))
+        self.bodies, *offsets = model.frame_arrays(ee_links if self.check_forces else [])
+        self.offsets = tuple(offsets)
         self.joint_levels = np.array([settings.joint_torque_contact,
                                       settings.joint_torque_collision], dtype=float)
         self.force_levels = np.array([settings.force_contact, settings.force_collision], float)

@@ -35,11 +35,8 @@ class Guard:
         self.walls = settings.enabled and (np.isfinite(settings.workspace_min).any() or
                                            np.isfinite(settings.workspace_max).any())
         # the compiled walls' arguments: each ee_link's frame and box, and scratch
-        frames = [model.frame(link) for link in ee_links]
         self.wall_args = (
-            np.array([body for body, _, _ in frames], dtype=np.int64),
-            np.array([R for _, R, _ in frames]).reshape(-1, 3, 3),
-            np.array([p for _, _, p in frames]).reshape(-1, 3),
+            *model.frame_arrays(ee_links),
             np.asarray(settings.workspace_min, float).reshape(-1, 3),
             np.asarray(settings.workspace_max, float).reshape(-1, 3))
         self.scratch = (np.empty((3, 3)), np.empty(3), np.empty((6, model.n)), np.empty(3))
