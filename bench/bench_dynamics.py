@@ -31,8 +31,8 @@ from scipy.optimize import curve_fit
 
 from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
 from dyn_control.kernels import newton_euler
-from dyn_control.control import effort_limits, trajectory_violation
-from dyn_control.trajectory import Trajectory, sine_waypoints
+from dyn_control.controller.laws import effort_limits, trajectory_violation
+from dyn_control.controller.trajectory import Trajectory, sine_waypoints
 from dyn_control.kinematics import frame_pose_and_jacobian
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
@@ -239,9 +239,9 @@ def identification(quick):
     pin.computeJointTorqueRegressor (the same 70 columns, checked equal first), and the whole
     fit of a 60 s recording at 1 kHz of the default arm (7 joints: the signal chain, the
     stacked regressor, the weighted least squares and the consistent SDP) in seconds."""
-    from dyn_control.excitation import optimize
-    from dyn_control.identification import BaseParameters, perturbed, regressor
-    from dyn_control.identify import identify
+    from dyn_control.identification.excitation import optimize
+    from dyn_control.identification.fit import BaseParameters, perturbed, regressor
+    from dyn_control.identification.offline import identify
 
     chain, model, data, (q, qd, qdd), (qp, vp, ap) = panda_states(5)
     theirs = lambda: pin.computeJointTorqueRegressor(model, data, qp, vp, ap)  # noqa: E731
@@ -273,7 +273,7 @@ def observer_tick(quick):
     one compiled pass, then the filter), and the wrench at the hand (the hand's Jacobian and a
     thresholded pseudo-inverse), against what Pinocchio needs for the same terms from Python:
     crba, computeCoriolisMatrix and computeGeneralizedGravity (C^T qd checked equal first)."""
-    from dyn_control.observer import MomentumObserver, momentum_terms
+    from dyn_control.controller.observer import MomentumObserver, momentum_terms
 
     path = ROBOTS / "panda_description/urdf/panda.urdf"
     chain = load_chain(path, tip_link="panda_hand")
@@ -298,9 +298,9 @@ def observer_tick(quick):
     # the controller's whole observe stage: the two above in one compiled call with both levels'
     # checks (the default parameters, ee_link the hand), at rest under g(q): no contact to say
     # (the same flops as in motion)
-    from dyn_control.controller_core import ControllerCore
+    from dyn_control.controller.core import ControllerCore
     from dyn_control.parameters import CONTROLLER
-    from dyn_control.stages.settings import controller_settings
+    from dyn_control.controller.settings import controller_settings
     values = {"ee_link": "panda_hand"}
     core = ControllerCore(controller_settings(
         chain, lambda name: values[name] if name in values else CONTROLLER[name].default))
@@ -321,8 +321,8 @@ def simulator_step(quick):
     target reads the paired ratio: single sides wandered 1.3x to 1.9x within the hour."""
     import mujoco
 
-    from dyn_control.urdf import dynamics_only, read_urdf_text
-    from dyn_control.simulation import Simulation
+    from dyn_control.model.urdf import dynamics_only, read_urdf_text
+    from dyn_control.sim.simulation import Simulation
     out = {}
     for name, rel in (("ur5", "ur_description/urdf/ur5_robot.urdf"),
                       ("xarm7", "xarm_description/urdf/xarm7.urdf")):

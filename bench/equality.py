@@ -26,7 +26,6 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 PACKAGE = HERE.parent
-sys.path.insert(0, str(PACKAGE / "test"))
 
 TREES = {  # as test_trees.py: path under the robots folder, controlled joints
     "tiago_dual": ("tiago_description/robots/tiago_dual.urdf",
@@ -36,6 +35,16 @@ TREES = {  # as test_trees.py: path under the robots folder, controlled joints
                [f"{s}_{j}" for s in ("left", "right")
                 for j in ("s0", "s1", "e0", "e1", "w0", "w1", "w2")]),
 }
+
+
+def module(name, before):
+    """The package's module `name`, or `before`, its name in a revision before the library was
+    grouped by job: one script compares both sides."""
+    import importlib
+    try:
+        return importlib.import_module(f"dyn_control.{name}")
+    except ModuleNotFoundError:
+        return importlib.import_module(f"dyn_control.{before}")
 
 
 def models():
@@ -64,9 +73,12 @@ def models():
 def outputs(chain, rng):
     """{key: array} of every public function at random states of `chain`."""
     from dyn_control import dynamics, kinematics
-    from dyn_control.cartesian import CartesianLaw
-    from dyn_control.control import MODES, ControlLaw, effort_limits
-    from dyn_control.simulation import Simulation, default_initial_positions
+    CartesianLaw = module("controller.cartesian", "cartesian").CartesianLaw
+    laws = module("controller.laws", "control")
+    MODES, ControlLaw, effort_limits = laws.MODES, laws.ControlLaw, laws.effort_limits
+    simulation = module("sim.simulation", "simulation")
+    Simulation, default_initial_positions = (simulation.Simulation,
+                                             simulation.default_initial_positions)
 
     n, out = chain.n, {}
     q, qd, qdd, tau = rng.uniform(-1, 1, (4, n))
@@ -138,10 +150,13 @@ def ticks(chain, rng):
     the whole tick, not the laws alone."""
     from conftest import table_values
 
-    from dyn_control import controller_core, kinematics
-    from dyn_control.goals import Request
+    from dyn_control import kinematics
     from dyn_control.parameters import CONTROLLER
-    from dyn_control.simulation import Simulation, default_initial_positions
+    controller_core = module("controller.core", "controller_core")
+    Request = module("controller.goals", "goals").Request
+    simulation = module("sim.simulation", "simulation")
+    Simulation, default_initial_positions = (simulation.Simulation,
+                                             simulation.default_initial_positions)
 
     out = {}
     for mode in ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance"):
@@ -150,7 +165,7 @@ def ticks(chain, rng):
         if before_stages is not None:  # a revision before the tick's stages
             core = controller_core.ControllerCore(chain, before_stages(chain, values))
         else:
-            from dyn_control.stages.settings import controller_settings
+            controller_settings = module("controller.settings", "stages.settings").controller_settings
             core = controller_core.ControllerCore(controller_settings(chain, values))
         q0 = default_initial_positions(chain)
         sim = Simulation(chain, q0, integrator="rk4")
@@ -178,6 +193,9 @@ def save(path):
     # this side's package first, before the tests' conftest puts this tree's first on the path
     import dyn_control
     arrays = {"package": np.array(str(pathlib.Path(dyn_control.__file__).parent))}
+    # the test helpers of the same revision as the package, which import it by its own names
+    tests = pathlib.Path(dyn_control.__file__).parent.parent / "test"
+    sys.path[:0] = [str(tests / "support"), str(tests)]
     with contextlib.redirect_stderr(io.StringIO()):  # xacro's notes on the robots' macros
         found = models()
     assert pathlib.Path(dyn_control.__file__).parent == pathlib.Path(arrays["package"].item())

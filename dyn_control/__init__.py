@@ -13,8 +13,8 @@ point, which must install its signal handlers first) does not load numba.
 import importlib
 
 _EXPORTS = {
-    "Chain": "model", "InertiaWarning": "model", "JointInfo": "model", "PayloadError": "model",
-    "URDFError": "model", "load_chain": "model",
+    "Chain": "model.chain", "InertiaWarning": "model.chain", "JointInfo": "model.chain", "PayloadError": "model.chain",
+    "URDFError": "model.chain", "load_chain": "model.chain",
     "inverse_dynamics": "dynamics", "mass_matrix": "dynamics", "bias_forces": "dynamics",
     "gravity_torques": "dynamics", "forward_dynamics": "dynamics",
     "kinetic_energy": "dynamics", "potential_energy": "dynamics",

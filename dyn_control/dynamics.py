@@ -16,9 +16,9 @@ than a small arm's whole pass, so the result is allocated here and filled there.
 
 import numpy as np
 
-from .kernels import mass_matrix as mass
-from .kernels import newton_euler
-from .layout import with_gravity
+from dyn_control.kernels import mass_matrix as mass
+from dyn_control.kernels import newton_euler
+from dyn_control.model.layout import with_gravity
 
 _ZERO6 = np.zeros(6)
 _ZERO3 = np.zeros(3)

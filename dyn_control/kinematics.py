@@ -15,8 +15,8 @@ Arrays: q, qd (n,) in the chain's joint order; units rad, m, s, kg.
 
 import numpy as np
 
-from .dynamics import as_vector, mass_matrix
-from .kernels import frames, linalg, so3
+from dyn_control.dynamics import as_vector, mass_matrix
+from dyn_control.kernels import frames, linalg, so3
 
 REFERENCES = {"world": frames.WORLD, "local": frames.LOCAL,
               "local_world_aligned": frames.LOCAL_WORLD_ALIGNED}

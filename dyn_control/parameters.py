@@ -11,12 +11,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from . import barriers
-from .cartesian import (CARTESIAN_IMPEDANCE, DEFAULT_MAX_POSE_ERROR,
+from dyn_control.controller import barriers
+from dyn_control.controller.cartesian import (CARTESIAN_IMPEDANCE, DEFAULT_MAX_POSE_ERROR,
                         DEFAULT_NULLSPACE_STIFFNESS, DEFAULT_STIFFNESS)
-from .control import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
+from dyn_control.controller.laws import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
                       DEFAULT_PERIOD, EFFORT_RISE, MODES, TEACH)
-from .simulation import DEFAULT_DT, INTEGRATORS
+from dyn_control.sim.simulation import DEFAULT_DT, INTEGRATORS
 
 EXECUTORS = ("single_threaded", "multi_threaded", "events")
 
@@ -180,7 +180,7 @@ PAYLOAD = (
     Param("payload_link", "", "the link that carries it", shown_default='"" = tip link'),
 )
 
-# Trajectory goals, with joint_trajectory_controller's names and defaults (dyn_control.goals)
+# Trajectory goals, with joint_trajectory_controller's names and defaults (dyn_control.controller.goals)
 GOALS = (
     Param("interpolate_from_desired_state", False, "true: a new trajectory starts from the "
           "current desired state; false (as JTC): from the measured state"),
@@ -204,7 +204,7 @@ GOALS = (
           "at the end; 0 = not checked", low=0.0, any_type=True),
 )
 
-# The cartesian_impedance mode (dyn_control.cartesian); per-joint values in `joints` order
+# The cartesian_impedance mode (dyn_control.controller.cartesian); per-joint values in `joints` order
 CARTESIAN = (
     Param("ee_link", "", "the link whose pose the mode controls: any link the chain moves",
           shown_default='"" = tip link'),
@@ -237,8 +237,8 @@ CARTESIAN = (
           "0 = off", low=0.0, any_type=True),
 )
 
-# Contact: the momentum observer (dyn_control.observer) and Franka's two levels of detection
-# (dyn_control.stages.contact); per-joint values in `joints` order
+# Contact: the momentum observer (dyn_control.controller.observer) and Franka's two levels of detection
+# (dyn_control.controller.contact); per-joint values in `joints` order
 CONTACT = (
     Param("external_torque.enabled", True, "estimate the external joint torques and the wrench "
           "at each ee_link from the model (momentum observer), and detect collisions",
@@ -266,7 +266,7 @@ CONTACT = (
           "joint's inertia", low=0.0, any_type=True),
 )
 
-# The guard stage (dyn_control.barriers, stages.guard): in every mode; per-joint values in
+# The guard stage (dyn_control.controller.barriers, controller.guard): in every mode; per-joint values in
 # `joints` order
 LIMITS = (
     Param("limits.enabled", True, "barriers at the joint limits, damping near the velocity "

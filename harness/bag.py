@@ -9,7 +9,7 @@ latest /clock (ros2 bag record --use-sim-time), and on `write()` stores them wit
   graph at the first message) in the metadata;
 - /robot_description (transient local, as robot_state_publisher offers it): the URDF the run
   used;
-- /tf_static and /tf from the URDF's joint transforms (dyn_control.transforms), /tf once per
+- /tf_static and /tf from the URDF's joint transforms (harness.transforms), /tf once per
   /joint_states: a bag shows the arm with no robot_state_publisher.
 A recorder reads a topic through the tap (`subscribe`), so what it records and what the bag holds
 are the same messages.
@@ -27,7 +27,7 @@ from std_msgs.msg import Float64MultiArray
 
 from dyn_control.kinematics import matrix_quaternion
 from dyn_control.recording import BagWriter, _typestore, qos_profile
-from dyn_control.transforms import JointTransforms
+from harness.transforms import JointTransforms
 
 CONTROLLER = "/computed_torque_controller"
 LOOP = {"/joint_states": JointState, "/clock": Clock,

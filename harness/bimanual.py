@@ -108,7 +108,7 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
     write the run to as a rosbag2 (harness.bag)."""
     import rclpy
 
-    from dyn_control.urdf import read_urdf_text
+    from dyn_control.model.urdf import read_urdf_text
 
     urdf, arm_configs = processes.arm_files(arm)
     hands = arm_ee_links(arm_configs)

@@ -161,7 +161,7 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
 
     import rclpy
 
-    from dyn_control.urdf import read_urdf_text
+    from dyn_control.model.urdf import read_urdf_text
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     urdf, configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf)}

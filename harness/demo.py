@@ -82,7 +82,7 @@ def check_arm(arm, tip=None, joints=None):
 
     import yaml
 
-    from dyn_control.model import AmbiguousTip, URDFError, load_chain
+    from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain
     urdf, configs = processes.arm_files(arm)
     for path in configs:  # the arm's own file (config/dual_arm.yaml) names them for every node
         given = (yaml.safe_load(path.read_text()) or {}).get("/**", {}).get("ros__parameters", {})
@@ -97,7 +97,7 @@ def check_arm(arm, tip=None, joints=None):
                     "out of scope (dyn_control controls fixed-base arms; one limb bolted down "
                     "can run with TIP=LINK or JOINTS=J1,J2,...)")
         return str(err.choose_with("choose one with TIP=LINK, or both with JOINTS=J1,J2,... "
-                                   "(python -m dyn_control.inspect ARM.urdf shows the tree)"))
+                                   "(python -m dyn_control.describe ARM.urdf shows the tree)"))
     except (URDFError, OSError) as err:
         return str(err)
     return None
@@ -114,9 +114,9 @@ def check_task(arm, mode, tip=None, joints=None):
     import yaml
 
     from dyn_control.kinematics import frame_jacobian
-    from dyn_control.model import load_chain
-    from dyn_control.observer import SINGULAR_VALUE
-    from dyn_control.simulation import default_initial_positions
+    from dyn_control.model.chain import load_chain
+    from dyn_control.controller.observer import SINGULAR_VALUE
+    from dyn_control.sim.simulation import default_initial_positions
 
     from .bimanual import arm_ee_links
     if mode not in ("cartesian", "cartesian_impedance", "contact"):
@@ -158,7 +158,7 @@ def main(argv=None):
     parser.add_argument("--view-port", type=int, default=None,
                         help="serve the live 3D view on this port (make demo VIEW=1)")
     args = parser.parse_args(argv)
-    from dyn_control.control import MODES
+    from dyn_control.controller.laws import MODES
     modes = (*MODES, "cartesian", "cartesian_impedance", "contact")  # the controller's, the demos'
     if args.mode is not None and args.mode not in modes:
         print(f"make demo: MODE={args.mode} is not one of {', '.join(modes)}", file=sys.stderr)

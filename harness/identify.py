@@ -13,7 +13,7 @@ import sys
 import time
 
 from dyn_control.parameters import SIMULATOR
-from dyn_control.launch_support import real_arm_parameters
+from dyn_control.nodes.launch_support import real_arm_parameters
 
 from . import processes
 

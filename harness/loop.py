@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from dyn_control.launch_support import real_arm_parameters
+from dyn_control.nodes.launch_support import real_arm_parameters
 
 from . import processes
 
@@ -171,7 +171,7 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
 
 def _bag_urdf(bag, urdf):
     """The URDF text a bag keeps (the simulated arm's), or None without a bag."""
-    from dyn_control.urdf import read_urdf_text
+    from dyn_control.model.urdf import read_urdf_text
     return read_urdf_text(str(urdf)) if bag else None
 
 

@@ -41,7 +41,9 @@ def teach_loop(arm, out, domain=None):
     import rclpy
     from geometry_msgs.msg import WrenchStamped
 
-    from dyn_control import load_chain, teach
+    from dyn_control import load_chain
+
+    from dyn_control.controller import teach
     from dyn_control.nodes import messages
     from dyn_control.nodes.teach import TeachClient
 

@@ -5,7 +5,7 @@ requirements-view.txt; plain make demo does not install it.
     python -m harness.view --urdf ARM.urdf [--port 8080]
 
 `ArmView` is the scene: every URDF link is a frame posed from the URDF's joints
-(dyn_control.transforms) at the joint states it is shown; under it the link's <visual> geometry
+(harness.transforms) at the joint states it is shown; under it the link's <visual> geometry
 (box, cylinder, sphere, mesh), or, for a link without any, a line to each child joint's origin,
 so that an arm with no visuals (the shipped ones) is still seen. The tips carry axes: the
 current hand poses. The controller's ~/markers come in as they go to RViz: the desired path as
@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 
 from dyn_control.kinematics import matrix_quaternion, quaternion_matrix
-from dyn_control.transforms import JointTransforms, link_poses
-from dyn_control.urdf import origin_pose, read_urdf_text, robot_element
+from harness.transforms import JointTransforms, link_poses
+from dyn_control.model.urdf import origin_pose, read_urdf_text, robot_element
 
 FRAME_RATE = 30.0  # Hz of wall time: what a browser shows smoothly
 GREY, BLUE, ORANGE, RED = (170, 170, 180), (50, 150, 255), (255, 150, 0), (255, 30, 30)

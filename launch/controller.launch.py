@@ -9,7 +9,7 @@ robot_state_publisher publishes it). joints sets the controlled joints and the o
 effort command: the order of your forward_command_controller's `joints`.
 """
 
-from dyn_control.launch_support import PACKAGE, is_true, robot_description, share
+from dyn_control.nodes.launch_support import PACKAGE, is_true, robot_description, share
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration

@@ -23,7 +23,7 @@ gui:=true also starts RViz (rviz/dyn_control.rviz); off by default, as in sim.la
 
 import os
 
-from dyn_control.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, gui_nodes, installed,
+from dyn_control.nodes.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, gui_nodes, installed,
                                         is_true, robot_description, share)
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction

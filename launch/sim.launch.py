@@ -16,7 +16,7 @@ the controller's ~/markers); off by default, as a headless machine has no displa
 
 import os
 
-from dyn_control.launch_support import (PACKAGE, gui_nodes, installed, is_true,
+from dyn_control.nodes.launch_support import (PACKAGE, gui_nodes, installed, is_true,
                                         real_arm_parameters, robot_description, share)
 from launch import LaunchDescription
 from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,

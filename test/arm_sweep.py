@@ -8,9 +8,9 @@ import numpy as np
 
 from conftest import robots_dir
 from dyn_control import URDFError, load_chain
-from dyn_control.control import ControlLaw, effort_limits
-from dyn_control.simulation import Simulation
-from dyn_control.trajectory import Trajectory
+from dyn_control.controller.laws import ControlLaw, effort_limits
+from dyn_control.sim.simulation import Simulation
+from dyn_control.controller.trajectory import Trajectory
 
 
 @functools.cache

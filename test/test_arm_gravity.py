@@ -11,11 +11,11 @@ import pytest
 
 from conftest import table_values
 from dyn_control import gravity_torques, mass_matrix
-from dyn_control.controller_core import ControllerCore
-from dyn_control.goals import Request
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.goals import Request
 from dyn_control.parameters import CONTROLLER
-from dyn_control.simulation import Simulation, default_initial_positions
-from dyn_control.stages.settings import controller_settings
+from dyn_control.sim.simulation import Simulation, default_initial_positions
+from dyn_control.controller.settings import controller_settings
 from test_limits import DT, REAL, Lockstep, arm
 
 ARMS = ("default_arm",) + REAL[:4]

@@ -2,7 +2,7 @@
 simulated arm at 1 kHz (and pushes from the simulator's external wrench).
 
 References: closed forms. The static stiffness is K exactly (the module docstring of
-dyn_control.cartesian): under a wrench w the pose settles at -w/K. With operational_space and
+dyn_control.controller.cartesian): under a wrench w the pose settles at -w/K. With operational_space and
 critical damping the error is a unit-mass critically damped spring (no overshoot; bound 2 %).
 The dynamically consistent projector moves no task coordinate (bound 1e-4 m). Bounds are
 stated at each test with what was measured.
@@ -16,13 +16,13 @@ import pytest
 from arm_sweep import arm_paths, load_arm
 from conftest import URDF_DIR, table_values
 from dyn_control import kinematics, load_chain
-from dyn_control.cartesian import CartesianLaw
-from dyn_control.controller_core import ControllerCore
-from dyn_control.stages.settings import controller_settings
-from dyn_control.control import effort_limits
-from dyn_control.goals import Request
+from dyn_control.controller.cartesian import CartesianLaw
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.settings import controller_settings
+from dyn_control.controller.laws import effort_limits
+from dyn_control.controller.goals import Request
 from dyn_control.parameters import CONTROLLER
-from dyn_control.simulation import Simulation
+from dyn_control.sim.simulation import Simulation
 
 DT = 1e-3
 Q0 = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])  # the default arm, bent
@@ -252,7 +252,7 @@ def test_every_arm_holds_its_pose_and_reaches_a_2_cm_offset(rel, operational_spa
 
 def test_a_stiffness_the_period_cannot_hold_is_refused_at_run_time_and_not_entered_at_start(chain):
     # Reference: the sampled loop's bound for the stiffest mode, w T < 1 (control.py,
-    # stages.target.too_stiff), w from CartesianLaw.fastest_mode at the pose.
+    # controller.target.too_stiff), w from CartesianLaw.fastest_mode at the pose.
     core = make_core(chain)
     core.update(0.0, (0.0, Q0, np.zeros(7)))  # in the mode, holding the pose it found
     value = table_values(CONTROLLER, mode="cartesian_impedance", cartesian_stiffness=[1e7] * 6)

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
-from dyn_control import goals, load_chain, mass_matrix
-from dyn_control.controller_core import ControllerCore
-from dyn_control.goals import Request
+from dyn_control.controller import goals
+from dyn_control import load_chain, mass_matrix
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.goals import Request
 from dyn_control.kinematics import frame_jacobian
 from dyn_control.parameters import CONTROLLER
-from dyn_control.simulation import Simulation
-from dyn_control.stages.settings import controller_settings
+from dyn_control.sim.simulation import Simulation
+from dyn_control.controller.settings import controller_settings
 
 DT, Q = 1e-3, np.array(BENT_POSE)
 PUSH = np.array([60.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # N at the hand, base axes: 44 N m on joint2

@@ -13,10 +13,10 @@ import pytest
 from conftest import URDF_DIR, require
 from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, kinetic_energy,
                          load_chain, mass_matrix, potential_energy)
-from dyn_control.control import (ControlLaw, check_gains, check_mode, control_torque,
+from dyn_control.controller.laws import (ControlLaw, check_gains, check_mode, control_torque,
                                  critical_damping, effort_limits, gain_vector, saturate)
 from examples import joint, link, inertial, robot
-from dyn_control.simulation import Simulation
+from dyn_control.sim.simulation import Simulation
 
 Q0 = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
 

@@ -9,11 +9,11 @@ import pytest
 
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
 from dyn_control import gravity_torques, load_chain
-from dyn_control.controller_core import ControllerCore
-from dyn_control.stages.settings import controller_settings
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
-from dyn_control.simulator_core import SimulatorCore, simulator_settings
-from dyn_control.goals import Request
+from dyn_control.sim.core import SimulatorCore, simulator_settings
+from dyn_control.controller.goals import Request
 
 Q, ZERO, NAMES = np.array(BENT_POSE), np.zeros(7), DEFAULT_JOINTS
 
@@ -145,9 +145,9 @@ import numpy as np
 sys.path.insert(0, {test!r})
 from conftest import URDF_DIR, table_values
 from dyn_control import kinematics, load_chain
-from dyn_control.controller_core import ControllerCore, warm_up
+from dyn_control.controller.core import ControllerCore, warm_up
 from dyn_control.parameters import CONTROLLER
-from dyn_control.stages.settings import controller_settings
+from dyn_control.controller.settings import controller_settings
 
 def signatures():  # every compiled kernel's compiled or loaded signatures
     found = set()

@@ -20,11 +20,11 @@ import pytest
 from arm_sweep import arm_paths, bent_pose, finite_limits, load_arm
 from conftest import table_values
 from dyn_control import kinematics
-from dyn_control.control import at_limit, effort_limits
-from dyn_control.controller_core import ControllerCore
-from dyn_control.stages.settings import controller_settings
+from dyn_control.controller.laws import at_limit, effort_limits
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER
-from dyn_control.simulation import Simulation
+from dyn_control.sim.simulation import Simulation
 
 MODES = ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance")
 OFFSET = 0.01

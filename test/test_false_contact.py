@@ -15,13 +15,13 @@ import pytest
 
 from conftest import robots_dir, table_values
 from dyn_control import load_chain
-from dyn_control.cartesian import CARTESIAN_IMPEDANCE
-from dyn_control.controller_core import ControllerCore
-from dyn_control.goals import Request
+from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.goals import Request
 from dyn_control.parameters import CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
-from dyn_control.simulator_core import SimulatorCore, simulator_settings
-from dyn_control.stages.settings import controller_settings
-from dyn_control.trajectory import demo_waypoints
+from dyn_control.sim.core import SimulatorCore, simulator_settings
+from dyn_control.controller.settings import controller_settings
+from dyn_control.controller.trajectory import demo_waypoints
 from test_urdf_files import real_arms
 
 SWEEP_SECONDS = 4.0  # make sweep's duration

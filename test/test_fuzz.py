@@ -103,7 +103,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from conftest import URDF_DIR  # noqa: E402
 from dyn_control.nodes import messages  # noqa: E402
-from dyn_control import goals  # noqa: E402
+from dyn_control.controller import goals  # noqa: E402
 
 CHAIN = load_chain(URDF_DIR / "two_link.urdf")
 FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)

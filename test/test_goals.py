@@ -1,4 +1,4 @@
-"""Trajectory goals without ROS: the checks, the tolerances and the outcomes of dyn_control.goals
+"""Trajectory goals without ROS: the checks, the tolerances and the outcomes of dyn_control.controller.goals
 and of the controller core's goal path, with synthetic time.
 
 References: joint_trajectory_controller's rules (its tolerances.hpp and test_tolerances.cpp:
@@ -11,10 +11,10 @@ import pytest
 
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
 from dyn_control import gravity_torques, load_chain
-from dyn_control import goals
-from dyn_control.controller_core import ControllerCore
-from dyn_control.stages.settings import controller_settings
-from dyn_control.goals import GoalRefused, Request, Tolerances
+from dyn_control.controller import goals
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.settings import controller_settings
+from dyn_control.controller.goals import GoalRefused, Request, Tolerances
 from dyn_control.parameters import CONTROLLER
 
 Q, ZERO, NAMES = np.array(BENT_POSE), np.zeros(7), DEFAULT_JOINTS

@@ -1,4 +1,4 @@
-"""Identification (dyn_control.identification): the joint torque regressor.
+"""Identification (dyn_control.identification.fit): the joint torque regressor.
 
 References: our own inverse dynamics with the URDF's damping and friction (tau = Y pi, an
 identity), and Pinocchio's computeJointTorqueRegressor and dynamic parameters, on arms of
@@ -12,14 +12,14 @@ import pytest
 
 from conftest import DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
 from dyn_control import inverse_dynamics, load_chain
-from dyn_control.inertia import check_inertia
-from dyn_control.identify import identify as identify_run
-from dyn_control.identify import samples as recorded_samples
-from dyn_control.identify import main as identify_main
+from dyn_control.model.inertia import check_inertia
+from dyn_control.identification.offline import identify as identify_run
+from dyn_control.identification.offline import samples as recorded_samples
+from dyn_control.identification.offline import main as identify_main
 from dyn_control.recording import write_states
-from dyn_control.signals import check_recording
-from dyn_control.excitation import optimize
-from dyn_control.identification import (INERTIAL, BaseParameters, consistent_fit, fit,
+from dyn_control.identification.signals import check_recording
+from dyn_control.identification.excitation import optimize
+from dyn_control.identification.fit import (INERTIAL, BaseParameters, consistent_fit, fit,
                                         identified_urdf, parameter_names, parameters,
                                         perturbed, pivoted_qr, regressor)
 
@@ -326,7 +326,7 @@ def test_the_position_filter_follows_the_recordings_noise(default_setup):
     10 Hz let in 2.26 %."""
     require("scipy.signal")
     from scipy.signal import butter, filtfilt
-    from dyn_control.signals import CUTOFFS, position_cutoff, position_noise
+    from dyn_control.identification.signals import CUTOFFS, position_cutoff, position_noise
     _, _, trajectory, _, _ = default_setup
     t = np.arange(0.0, 2 * trajectory.period, 1e-3)
     q = trajectory(t)[0]
@@ -355,7 +355,7 @@ def test_huber_weights_take_the_pull_of_a_few_bad_rows_away():
     the filter, follows the motion); plain least squares is pulled by far more than the noise
     allows (over 20 standard errors; 189 seen), and with huber_weights the estimate is back
     within 5 (3.9 seen). The bad rows' weights fall below 0.2, the median good row keeps 1."""
-    from dyn_control.identification import huber_weights
+    from dyn_control.identification.fit import huber_weights
     rng = np.random.default_rng(0)
     n, samples, count = 3, 2000, 6
     rows = rng.normal(size=(samples * n, count))
@@ -466,11 +466,11 @@ def track(model, truth, trajectory, periods=1, start_seconds=0.5):
     Simulation of `truth` (a simulated real arm: REAL_ARM_SUBSTEPS) along `periods` of the
     trajectory, sent as one goal of 50 Hz waypoints. -> (t, q, qd, the applied effort, each
     (m, n), from the goal's start; the tracking error (m, n))."""
-    from dyn_control.controller_core import ControllerCore
-    from dyn_control.goals import Request
+    from dyn_control.controller.core import ControllerCore
+    from dyn_control.controller.goals import Request
     from dyn_control.parameters import CONTROLLER
-    from dyn_control.simulation import REAL_ARM_SUBSTEPS, Simulation
-    from dyn_control.stages.settings import controller_settings
+    from dyn_control.sim.simulation import REAL_ARM_SUBSTEPS, Simulation
+    from dyn_control.controller.settings import controller_settings
     # no rate limit: a nominal model's commands, far from what the arm needs, were clipped
     # (the UR10's), and the comparison is of the models' torques, not of the clip
     values = {"external_torque.enabled": False, "ki": 0.0, "max_effort_rate": 0.0}
@@ -575,7 +575,7 @@ def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_se
     loop, the truth's own regressor predicts the delayed effort at least 10x closer than the
     raw one (240x seen; the raw pairing is off by the torque's change over half a step)."""
     require("scipy.signal")
-    from dyn_control.signals import prepare
+    from dyn_control.identification.signals import prepare
     chain, _, trajectory, _, _ = default_setup
     truth = without_friction(perturbed(chain, 0))
     t, q, _, effort, _ = track(chain, truth, trajectory)
@@ -591,7 +591,7 @@ def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_se
 def real_arm_setup(name):
     """(URDF path, load_chain keywords, chain, excitation, held-out trajectory) of an arm of
     ARMS or the UR10, from the simulator's default start (where make identify starts it)."""
-    from dyn_control.simulation import default_initial_positions
+    from dyn_control.sim.simulation import default_initial_positions
     rel, kwargs = {**ARMS, "ur10": ("ur_description/urdf/ur10_robot.urdf", {})}[name]
     path = robots_dir() / rel
     chain = load_chain(path, **kwargs)

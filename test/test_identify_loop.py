@@ -9,9 +9,9 @@ import pytest
 
 from conftest import require, robots_dir
 from dyn_control import load_chain
-from dyn_control.excitation import optimize
-from dyn_control.identification import BaseParameters, identified_urdf, parameters, perturbed
-from dyn_control.simulation import default_initial_positions
+from dyn_control.identification.excitation import optimize
+from dyn_control.identification.fit import BaseParameters, identified_urdf, parameters, perturbed
+from dyn_control.sim.simulation import default_initial_positions
 from test_identification import track
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")

@@ -15,7 +15,7 @@ from dyn_control import (bias_forces, forward_dynamics, gravity_torques, inverse
                          kinetic_energy, load_chain, mass_matrix, potential_energy)
 from dyn_control.kernels import frames, newton_euler, views
 from dyn_control.kernels.compile import HAVE_NUMBA
-from dyn_control.layout import Data
+from dyn_control.model.layout import Data
 from examples import random_chain_urdf
 
 ROUND_OFF = 1e-10  # relative, for identities that hold exactly up to floating point

@@ -28,7 +28,7 @@ from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
 from dyn_control.nodes.params import StartupError  # noqa: E402
 from dyn_control.nodes.simulator import DynamicsSimulator  # noqa: E402
 from dyn_control.nodes.trajectory_demo import CONTROLLER, TrajectoryDemo  # noqa: E402
-from dyn_control.simulation import default_initial_positions  # noqa: E402
+from dyn_control.sim.simulation import default_initial_positions  # noqa: E402
 from harness.processes import executable, ros_args  # noqa: E402
 
 DOMAIN = 61
@@ -644,7 +644,7 @@ def test_message_writers_refill_one_message_in_place():
     effort = messages.EffortWriter(np.array([2, 0, 1]))  # command order: chain joints 2, 0, 1
     assert list(effort.fill(np.array([10.0, 20.0, 30.0])).data) == [30.0, 10.0, 20.0]
     # what the core checks before a command goes out
-    from dyn_control.control import all_finite
+    from dyn_control.controller.laws import all_finite
     assert all_finite(np.array([10.0, 20.0, 30.0]))
     assert all_finite(np.array([1e308, 1e308, 0.0]))  # finite, though the quick sum overflows
     assert not all_finite(np.array([0.0, np.nan, 0.0]))

@@ -1,4 +1,4 @@
-"""Upgrading in place never runs stale compiled code (dyn_control.numba_cache).
+"""Upgrading in place never runs stale compiled code (dyn_control.kernels.cache).
 
 numba's own cache checks only the stamp of the file a kernel is written in, so a cached kernel
 that calls a kernel of another file kept the old callee after that file changed. Reference: the
@@ -32,7 +32,7 @@ def _cache_probe_caller():
 """
 RUN = """
 import json
-from dyn_control import control
+from dyn_control.controller import laws as control
 value = control._cache_probe_caller()
 print(json.dumps({"value": value, "hits": sum(control._cache_probe_caller.stats.cache_hits.values())}))
 """

@@ -1,4 +1,4 @@
-"""The momentum observer and the wrench at a frame (dyn_control.observer), in one process.
+"""The momentum observer and the wrench at a frame (dyn_control.controller.observer), in one process.
 
 References: Pinocchio (p = M qd from crba, C^T qd from computeCoriolisMatrix, g from
 computeGeneralizedGravity; 1e-9 relative); the closed form of the observer's filter,
@@ -15,12 +15,12 @@ import pytest
 from conftest import BENT_POSE, DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
 from dyn_control import gravity_torques, load_chain, mass_matrix
 from dyn_control.kinematics import frame_jacobian
-from dyn_control.control import ControlLaw
+from dyn_control.controller.laws import ControlLaw
 from dyn_control.kernels.momentum import cholesky_solve_above
-from dyn_control.observer import (GAP_STEPS, SINGULAR_VALUE, MomentumObserver, momentum_terms,
+from dyn_control.controller.observer import (GAP_STEPS, SINGULAR_VALUE, MomentumObserver, momentum_terms,
                                   wrench_at)
-from dyn_control.simulation import Simulation
-from dyn_control.trajectory import Trajectory, sine_waypoints
+from dyn_control.sim.simulation import Simulation
+from dyn_control.controller.trajectory import Trajectory, sine_waypoints
 
 K, DT = 50.0, 1e-3
 

@@ -14,8 +14,8 @@ from arm_sweep import (arm_paths, bent_pose, computed_torque, load_arm, quintic_
 from dyn_control import gravity_torques, kinetic_energy, load_chain, potential_energy
 from examples import inertial, joint, link, robot
 from dyn_control.kernels.passive import passive_velocity
-from dyn_control.simulation import Simulation
-from dyn_control.trajectory import Trajectory
+from dyn_control.sim.simulation import Simulation
+from dyn_control.controller.trajectory import Trajectory
 
 ARMS = arm_paths()
 

@@ -14,7 +14,7 @@ import pytest
 from arm_sweep import arm_paths, load_arm
 from conftest import require, robots_dir
 from dyn_control import PayloadError, inverse_dynamics, load_chain, mass_matrix
-from dyn_control.inertia import inertia_matrix
+from dyn_control.model.inertia import inertia_matrix
 
 pin = require("pinocchio")
 from pin_reference import PinReference  # noqa: E402  (needs pinocchio)
@@ -109,9 +109,9 @@ BENT = np.array([0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0])
 
 @pytest.fixture(scope="module")
 def loop():
-    from dyn_control.control import ControlLaw, effort_limits
-    from dyn_control.simulation import Simulation
-    from dyn_control.trajectory import Trajectory, sine_waypoints
+    from dyn_control.controller.laws import ControlLaw, effort_limits
+    from dyn_control.sim.simulation import Simulation
+    from dyn_control.controller.trajectory import Trajectory, sine_waypoints
 
     from conftest import URDF_DIR
     chain = load_chain(URDF_DIR / "default_arm.urdf")
@@ -180,7 +180,7 @@ def test_integral_action_learns_the_unknown_payload(loop):
 
 def test_integral_is_clamped_and_cleared_when_ki_goes_to_zero(loop):
     chain, _, law, _ = loop
-    from dyn_control.control import ControlLaw
+    from dyn_control.controller.laws import ControlLaw
     n = chain.n
     held = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0), ki=np.full(n, 8000.0),
                       integral_limit=np.full(n, 0.01))
@@ -221,8 +221,8 @@ def _parsed(message):
 
 def test_trajectory_check_finds_the_first_sample_over_a_limit():
     from conftest import URDF_DIR
-    from dyn_control.control import effort_limits, trajectory_violation
-    from dyn_control.trajectory import Trajectory, sine_waypoints
+    from dyn_control.controller.laws import effort_limits, trajectory_violation
+    from dyn_control.controller.trajectory import Trajectory, sine_waypoints
     chain = load_chain(URDF_DIR / "default_arm.urdf").with_payload(1.5, (0.0, 0.0, 0.1))
     zero = np.zeros(chain.n)
     times, q, qd, qdd = sine_waypoints(BENT, chain.lower, chain.upper, MOVE, frequency=0.3)
@@ -244,9 +244,9 @@ def test_trajectory_check_finds_the_first_sample_over_a_limit():
 def test_the_demo_trajectory_passes_the_check_on_every_arm(rel):
     """trajectory_demo's sines (demo_waypoints, as the node makes them) are accepted by the
     controller's default check (reject) on each arm with its own limits."""
-    from dyn_control.control import effort_limits, trajectory_violation
-    from dyn_control.simulation import default_initial_positions
-    from dyn_control.trajectory import Trajectory, demo_waypoints
+    from dyn_control.controller.laws import effort_limits, trajectory_violation
+    from dyn_control.sim.simulation import default_initial_positions
+    from dyn_control.controller.trajectory import Trajectory, demo_waypoints
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
     waypoints = demo_waypoints(chain, q0)
@@ -260,9 +260,9 @@ def test_trajectory_check_agrees_with_the_reference_on_every_arm(rel):
     """The demo's sines on each arm with its own limits: refused exactly where a sample is over
     a limit (kinova: 0.6465 rad/s on j2s6s200_joint_3 against 0.628), else accepted; a URDF
     velocity of 0 (the double pendulums) is no limit."""
-    from dyn_control.control import effort_limits, trajectory_violation
-    from dyn_control.simulation import default_initial_positions
-    from dyn_control.trajectory import Trajectory, sine_waypoints
+    from dyn_control.controller.laws import effort_limits, trajectory_violation
+    from dyn_control.sim.simulation import default_initial_positions
+    from dyn_control.controller.trajectory import Trajectory, sine_waypoints
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
     trajectory = Trajectory(0.0, (q0, zero, zero), *sine_waypoints(q0, chain.lower, chain.upper))

@@ -76,9 +76,9 @@ def test_a_simulator_given_its_own_urdf_runs_a_real_arm_for_a_controller_without
     """sim.launch.py's sim_urdf_file, the harness's sim_urdf and make identify take one set of
     parameters: the simulator's substeps (REAL_ARM_SUBSTEPS) and the controller's external
     torques off, each a parameter its node declares, with a value its check accepts."""
-    from dyn_control.launch_support import real_arm_parameters
+    from dyn_control.nodes.launch_support import real_arm_parameters
     from dyn_control.parameters import CONTROLLER, SIMULATOR
-    from dyn_control.simulation import REAL_ARM_SUBSTEPS
+    from dyn_control.sim.simulation import REAL_ARM_SUBSTEPS
     simulator, controller = real_arm_parameters()
     assert simulator == {"substeps": REAL_ARM_SUBSTEPS} and REAL_ARM_SUBSTEPS > 1
     assert controller == {"external_torque.enabled": False}
@@ -95,7 +95,7 @@ def test_gui_starts_robot_state_publisher_and_rviz_with_the_shipped_view_only_wh
     robot_state_publisher gets the same URDF text as our nodes and rviz2 the shipped .rviz
     with the URDF's root as fixed frame, both on use_sim_time; ros2_control.launch.py, which
     runs its own robot_state_publisher, adds rviz2 only. package.xml declares both."""
-    from dyn_control import launch_support
+    from dyn_control.nodes import launch_support
     monkeypatch.setattr(launch_support, "share", lambda *parts: str(PACKAGE_DIR.joinpath(*parts)))
     for name in ("sim.launch.py", "ros2_control.launch.py"):
         text = (LAUNCH_DIR / name).read_text()
@@ -122,7 +122,7 @@ def test_a_gui_package_that_is_not_installed_is_named_in_ros_own_words(tmp_path,
     """launch_support.installed: with robot_state_publisher in the ament index and rviz2 not,
     the first is started and the second named with ament_index's message (the one launch_ros
     raises, which would stop the whole launch and leave its started nodes running)."""
-    from dyn_control import launch_support
+    from dyn_control.nodes import launch_support
     index = tmp_path / "share" / "ament_index" / "resource_index" / "packages"
     index.mkdir(parents=True)
     (index / "robot_state_publisher").touch()
@@ -148,9 +148,9 @@ def test_the_rviz_view_reads_the_description_as_robot_state_publisher_offers_it(
 
 
 def _xacro_text(**mappings):
-    # as ros2_control.launch.py expands it (dyn_control.launch_support)
+    # as ros2_control.launch.py expands it (dyn_control.nodes.launch_support)
     require("xacro")
-    from dyn_control.launch_support import robot_description
+    from dyn_control.nodes.launch_support import robot_description
     return robot_description(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"),
                              **{"hardware_plugin": "mock_components/GenericSystem", **mappings})
 
@@ -160,9 +160,9 @@ def test_ros2_control_xacro_gives_the_topic_based_plugin_its_topics_by_default()
     # our simulator uses (command_type joint_state), and every cycle published (-1)
     from xml.etree import ElementTree
 
-    from dyn_control.launch_support import TOPIC_BASED_PLUGINS
+    from dyn_control.nodes.launch_support import TOPIC_BASED_PLUGINS
     require("xacro")
-    from dyn_control.launch_support import robot_description
+    from dyn_control.nodes.launch_support import robot_description
     default = robot_description(str(URDF_DIR / "default_arm.ros2_control.urdf.xacro"))
     for text, plugin in [(default, TOPIC_BASED_PLUGINS[0])] + [
             (_xacro_text(hardware_plugin=name), name) for name in TOPIC_BASED_PLUGINS]:

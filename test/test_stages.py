@@ -1,4 +1,4 @@
-"""Each stage of a controller tick on its own (dyn_control.stages), without the core that composes
+"""Each stage of a controller tick on its own (dyn_control.controller), without the core that composes
 them: the watchdog's timing, the limits' rate bound, the goal tracker's door, the Cartesian
 target's entry and filter, the statistics, and settings that are the laws' keyword arguments.
 References: closed forms (the rate bound, the first-order filter), and the stages' rules."""
@@ -10,17 +10,17 @@ import pytest
 
 from conftest import URDF_DIR, table_values
 from dyn_control import load_chain
-from dyn_control.cartesian import CartesianLaw
-from dyn_control.control import ControlLaw
-from dyn_control.goals import INVALID_GOAL, Request
+from dyn_control.controller.cartesian import CartesianLaw
+from dyn_control.controller.laws import ControlLaw
+from dyn_control.controller.goals import INVALID_GOAL, Request
 from dyn_control.kinematics import frame_pose, rotation_log
 from dyn_control.parameters import CONTROLLER
-from dyn_control.stages.limits import OutputLimits
-from dyn_control.stages.settings import controller_settings
-from dyn_control.stages.statistics import Statistics
-from dyn_control.stages.target import CartesianTarget
-from dyn_control.stages.tracking import GoalTracker
-from dyn_control.stages.watchdog import Watchdog
+from dyn_control.controller.limits import OutputLimits
+from dyn_control.controller.settings import controller_settings
+from dyn_control.controller.statistics import Statistics
+from dyn_control.controller.target import CartesianTarget
+from dyn_control.controller.tracking import GoalTracker
+from dyn_control.controller.watchdog import Watchdog
 
 Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
 
@@ -115,7 +115,7 @@ def test_the_cartesian_target_enters_at_the_current_pose_and_filters_to_first_or
 
 
 def test_the_cartesian_target_is_not_entered_when_too_stiff_for_the_period(chain):
-    # reference: the sampled loop's bound w T < 1 (stages.target.too_stiff), w 1e7 N/m's mode
+    # reference: the sampled loop's bound w T < 1 (controller.target.too_stiff), w 1e7 N/m's mode
     s = settings(chain, mode="cartesian_impedance", cartesian_stiffness=[1e7] * 6)
     said = Said()
     target = CartesianTarget(said)

@@ -7,7 +7,7 @@ derivatives against central differences (step 1e-6 s, tolerance 1e-6).
 import numpy as np
 import pytest
 
-from dyn_control.trajectory import Trajectory, sine_waypoints
+from dyn_control.controller.trajectory import Trajectory, sine_waypoints
 
 EXACT = 1e-12
 ZERO2 = np.zeros(2)

@@ -3,7 +3,7 @@ simulator and the controller as separate processes (config/*.yaml, synchronous o
 time, real time), and a client of our own in this process, as MoveIt drives an arm.
 
 References: joint_trajectory_controller's semantics (its result codes and tolerance rules,
-dyn_control.goals), the goal's own target positions, ~/reference for ~/controller_state, and the
+dyn_control.controller.goals), the goal's own target positions, ~/reference for ~/controller_state, and the
 closed form of the computed-torque error response for the bounds (poles at -20 rad/s, stated at
 each test). control_msgs here is the stand-in that `make test` builds (test/standin_control_msgs),
 field for field the released one.

@@ -4,7 +4,7 @@ the controller core in a synchronous in-process loop with the simulated arm at 1
 Both hands are tasks of one law: their Jacobians stacked (12 rows), one Lambda and one
 nullspace (15 - 12 = 3 directions, the torso among them). References: closed forms. With the
 stacked Jacobian of full row rank, the equilibrium J^T (K e + w) + N^T tau_n = 0 gives K e = -w
-for each hand (the module docstring of dyn_control.cartesian): a push on one hand moves it by
+for each hand (the module docstring of dyn_control.controller.cartesian): a push on one hand moves it by
 F/K and leaves the other where it is. The dynamically consistent nullspace moves no hand, so the
 torso can lift under both held hands. Bounds are stated at each test with what was measured.
 """
@@ -14,11 +14,11 @@ import pytest
 
 from conftest import URDF_DIR, table_values
 from dyn_control import kinematics, load_chain
-from dyn_control.controller_core import ControllerCore
-from dyn_control.stages.settings import controller_settings
-from dyn_control.control import effort_limits
+from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.settings import controller_settings
+from dyn_control.controller.laws import effort_limits
 from dyn_control.parameters import CONTROLLER
-from dyn_control.simulation import Simulation
+from dyn_control.sim.simulation import Simulation
 
 DT = 1e-3
 ARM = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
@@ -121,7 +121,7 @@ def test_a_partial_goal_moves_one_arm_and_holds_the_torso_and_the_other(tree):
     # allow_partial_joints_goal, as JTC: a goal over the left arm only; the torso and the right
     # arm hold where they were. Bounds: the left arm ends within 1e-3 rad of the goal (the loop
     # tracks to ~1e-4), the others stay within 1e-3 (rad or m) of where they were.
-    from dyn_control.goals import Request
+    from dyn_control.controller.goals import Request
     loop = Loop(tree, mode="computed_torque", allow_partial_joints_goal=True).run(0.2)
     q0 = loop.sim.q.copy()
     left = [f"left_joint{k}" for k in range(1, 8)]

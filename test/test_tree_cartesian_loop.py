@@ -7,7 +7,7 @@ simulation time, and a client that lifts the torso 0.1 m through the nullspace p
 
 References, as the tree issue states them: both hands held within 1 mm while the torso joint
 moves; under a push on one hand, that hand moves by F/K within 2 % (the closed form of the
-static stiffness, dyn_control.cartesian; K = 500 N/m, the default), and the other by under 2 %
+static stiffness, dyn_control.controller.cartesian; K = 500 N/m, the default), and the other by under 2 %
 of that.
 """
 

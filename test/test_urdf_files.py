@@ -15,8 +15,8 @@ import pytest
 from arm_sweep import arm_paths
 from conftest import PACKAGE_DIR, robots_dir
 from dyn_control import load_chain
-from dyn_control.identification import INERTIAL, identified_urdf, parameters, perturbed
-from dyn_control.urdf import read_urdf_text, robot_element, top_level
+from dyn_control.identification.fit import INERTIAL, identified_urdf, parameters, perturbed
+from dyn_control.model.urdf import read_urdf_text, robot_element, top_level
 
 # arms that load only with a limb chosen, as make demo's TIP= chooses it
 CHOSEN = {"baxter_description/urdf/baxter.urdf": dict(tip_link="left_gripper_base_link"),

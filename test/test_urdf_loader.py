@@ -12,7 +12,7 @@ import pytest
 
 from conftest import URDF_DIR
 from dyn_control import (InertiaWarning, URDFError, inverse_dynamics, load_chain, mass_matrix)
-from dyn_control.model import AmbiguousTip
+from dyn_control.model.chain import AmbiguousTip
 from examples import inertial, joint, link, robot
 
 ROUND_OFF = 1e-12
@@ -336,7 +336,7 @@ def test_negative_mass_and_non_finite_inertia_are_named():
 def test_asymmetric_tensor_is_named():
     # A URDF holds one ixy per tensor, so asymmetry cannot come from XML; the check exists for
     # tensors built otherwise and is tested on its own.
-    from dyn_control.inertia import check_inertia
+    from dyn_control.model.inertia import check_inertia
     tensor = np.array([[0.02, 0.001, 0], [0.0, 0.02, 0], [0, 0, 0.02]])
     assert any("not symmetric" in p and "'l9'" in p for p in check_inertia("link 'l9'", 1.0, tensor))
     assert check_inertia("l9", 1.0, np.diag([0.02, 0.02, 0.02])) == []

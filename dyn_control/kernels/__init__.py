@@ -2,7 +2,7 @@
 
 - compile: how a kernel is compiled (numba, or plain Python without it);
 - so3: 3-vectors as tuples, rotations, the log map;
-- views: the model's and the workspace's arrays, from the packed layout of dyn_control.layout;
+- views: the model's and the workspace's arrays, from the packed layout of dyn_control.model.layout;
 - frames: joint and body poses, a frame's pose, Jacobian and J-dot qd;
 - newton_euler: the recursive Newton-Euler pass, inverse dynamics (batched too), energies;
 - mass_matrix: M by columns and by CRBA, forward dynamics, joint inertias;

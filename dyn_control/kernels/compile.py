@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - exercised through .py_func in the test
     def get_num_threads():
         return 1
 
-from .. import numba_cache
+from dyn_control.kernels import cache as numba_cache
 
 numba_cache.configure()  # before the first kernel: its cache is chosen where it is decorated
 jit = njit(cache=True, fastmath=False, nogil=True)  # how every kernel is compiled

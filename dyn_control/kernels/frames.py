@@ -6,10 +6,10 @@ Spatial vectors are [linear (3); angular (3)], as Pinocchio's."""
 
 import math
 
-from ..layout import PRISMATIC
-from . import views
-from .compile import jit
-from .so3 import add, cross, mul, row, scale
+from dyn_control.model.layout import PRISMATIC
+from dyn_control.kernels import views
+from dyn_control.kernels.compile import jit
+from dyn_control.kernels.so3 import add, cross, mul, row, scale
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = range(3)  # Pinocchio's ReferenceFrame, by its order
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .compile import jit
+from dyn_control.kernels.compile import jit
 
 
 @jit

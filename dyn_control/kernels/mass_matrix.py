@@ -6,13 +6,13 @@ computed-torque law's M v + ID(q, qd, 0)."""
 
 import numpy as np
 
-from ..layout import PRISMATIC
-from . import views
-from .compile import jit
-from .frames import joint_poses
-from .linalg import cholesky_apply, cholesky_factor
-from .newton_euler import rnea
-from .so3 import add, cross, dot, mul, row, scale
+from dyn_control.model.layout import PRISMATIC
+from dyn_control.kernels import views
+from dyn_control.kernels.compile import jit
+from dyn_control.kernels.frames import joint_poses
+from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor
+from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.so3 import add, cross, dot, mul, row, scale
 
 _ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as constants
 

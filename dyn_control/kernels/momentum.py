@@ -1,4 +1,4 @@
-"""The momentum observer's kernels (dyn_control.observer): the generalized momentum p = M(q) qd
+"""The momentum observer's kernels (dyn_control.controller.observer): the generalized momentum p = M(q) qd
 and C(q, qd)^T qd from one pass, with g(q) beside them; the observer's update; and the wrench at
 a frame that explains joint torques.
 
@@ -16,13 +16,13 @@ import math
 
 import numpy as np
 
-from ..layout import PRISMATIC
-from . import views
-from .compile import jit
-from .frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
-from .linalg import cholesky_into, symmetric_eigen
-from .newton_euler import rnea
-from .so3 import add, cross, dot, mul, mul_t, row, scale
+from dyn_control.model.layout import PRISMATIC
+from dyn_control.kernels import views
+from dyn_control.kernels.compile import jit
+from dyn_control.kernels.frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
+from dyn_control.kernels.linalg import cholesky_into, symmetric_eigen
+from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
 
 _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
@@ -79,11 +79,11 @@ def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
 @jit
 def observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
                     friction_velocity, dt, decay, started, memory, r):
-    """One state of the momentum observer (dyn_control.observer says what and why): r (n,) in
+    """One state of the momentum observer (dyn_control.controller.observer says what and why): r (n,) in
     place, when `started` (memory holds the previous state's) and dt > 0. memory (2, n): p and
     the known part of p-dot besides tau and damping (C^T qd - g - friction) of the previous
     state, then of this one. The damping's impulse over the interval is dt B qd at its end, as
-    the simulator's implicit step takes it (dyn_control.simulation): the trapezoid's half of the
+    the simulator's implicit step takes it (dyn_control.sim.simulation): the trapezoid's half of the
     start's read 0.5 B qd-dot T as a push, 0.76 N on Tiago's torso (1000 N s/m) sagging at
     1.5 m/s^2, 10.9 N at its hand."""
     d = views.data(vecs, rots, mats)
@@ -208,7 +208,7 @@ def first_over(values, levels):
 def observe(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
             friction_velocity, dt, decay, started, memory, r, band, felt, bodies, R_offs, p_offs,
             singular_value, forces, singular, joint_levels, force_levels, found):
-    """The observe stage's tick in one call (stages.contact): observer_update, then, for each
+    """The observe stage's tick in one call (controller.contact): observer_update, then, for each
     frame k (bodies, R_offs, p_offs; none: no wrench), the wrench of felt (r beyond friction:
     beyond_friction, which fills it) there into forces[k] and whether J was singular into
     singular[k]; then for each level (0: contact, 1: collision) the first joint whose |felt| is

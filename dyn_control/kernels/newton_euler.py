@@ -4,11 +4,11 @@ body i's frame; wrenches are [force (3); moment (3)], the moment about the body 
 
 import numpy as np
 
-from ..layout import PRISMATIC, ROTS, VECS, VECTORS
-from . import views
-from .compile import get_num_threads, jit, jit_parallel, prange
-from .frames import joint_poses, kinematics
-from .so3 import add, cross, dot, mul, mul_t, row, scale
+from dyn_control.model.layout import PRISMATIC, ROTS, VECS, VECTORS
+from dyn_control.kernels import views
+from dyn_control.kernels.compile import get_num_threads, jit, jit_parallel, prange
+from dyn_control.kernels.frames import joint_poses, kinematics
+from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
 
 
 @jit

@@ -1,13 +1,13 @@
 """One simulator step: the smooth dynamics by RK4 (or explicit Euler), then the passive joints
 (damping, Coulomb friction, position stops) implicitly, as MuJoCo does. Why this scheme, and
-what it guarantees: dyn_control.simulation's docstring."""
+what it guarantees: dyn_control.sim.simulation's docstring."""
 
 import numpy as np
 
-from . import views
-from .compile import jit
-from .linalg import cholesky_solve
-from .mass_matrix import crba, forward_dynamics, poses
+from dyn_control.kernels import views
+from dyn_control.kernels.compile import jit
+from dyn_control.kernels.linalg import cholesky_solve
+from dyn_control.kernels.mass_matrix import crba, forward_dynamics, poses
 
 _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 

@@ -1,4 +1,4 @@
-"""The joint torque regressor's kernel (dyn_control.identification): Y (n, 10 n) with
+"""The joint torque regressor's kernel (dyn_control.identification.fit): Y (n, 10 n) with
 tau = Y pi for the inertial parameters pi, built from one Newton-Euler forward pass.
 
 Body i's wrench about its frame origin, in its frame, is linear in its parameters
@@ -13,12 +13,12 @@ Newton-Euler carries a wrench: Y[j, 10 i : 10 i + 10] = S_j . (X_j<-i A_i).
 
 import numpy as np
 
-from ..layout import PRISMATIC
-from . import views
-from .compile import jit
-from .frames import kinematics
-from .newton_euler import rnea
-from .so3 import add, cross, dot, mul, row
+from dyn_control.model.layout import PRISMATIC
+from dyn_control.kernels import views
+from dyn_control.kernels.compile import jit
+from dyn_control.kernels.frames import kinematics
+from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.so3 import add, cross, dot, mul, row
 
 _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 

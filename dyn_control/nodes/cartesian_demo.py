@@ -20,13 +20,13 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from .. import kinematics
-from ..parameters import CARTESIAN_DEMO
-from ..stages.watchdog import WAIT_SAY
-from . import messages
-from .diagnostics import publish_diagnostics
-from .params import StartupError, declare_parameters
-from .process import run
+from dyn_control import kinematics
+from dyn_control.parameters import CARTESIAN_DEMO
+from dyn_control.controller.watchdog import WAIT_SAY
+from dyn_control.nodes import messages
+from dyn_control.nodes.diagnostics import publish_diagnostics
+from dyn_control.nodes.params import StartupError, declare_parameters
+from dyn_control.nodes.process import run
 
 CONTROLLER = "/computed_torque_controller"
 SIMULATOR = "/dynamics_simulator"

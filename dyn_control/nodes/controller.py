@@ -11,8 +11,8 @@ order, for ros2_control's forward_command_controller with interface_name: effort
 (controller_topics.ContactTopics); ~/reset_collision (std_srvs/Trigger: clears a latched
 collision or velocity fault); ~/teach/record (std_srvs/SetBool: true starts recording the joint
 states, false writes them as a rosbag2 folder under teach.folder, its path in the answer's
-message: dyn_control.teach); ~/markers for RViz (markers.MarkerTopic). The controller itself is
-dyn_control.controller_core; this node declares its parameters (dyn_control.parameters.
+message: dyn_control.controller.teach); ~/markers for RViz (markers.MarkerTopic). The controller itself is
+dyn_control.controller.core; this node declares its parameters (dyn_control.parameters.
 CONTROLLER), turns messages into calls and commands into messages.
 """
 
@@ -24,19 +24,19 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from ..controller_core import ControllerCore, warm_up
-from ..parameters import CONTROLLER
-from ..stages.settings import controller_settings
-from ..teach import Recording
-from . import messages, trajectory_action
-from .clock_check import ClockCheck
-from .controller_topics import CartesianTargets, CommandTopics, ContactTopics
-from .diagnostics import log_events, publish_diagnostics
-from .markers import MarkerTopic
-from .model_source import build_chain, configure_from_model
-from .params import (StartupError, declare_parameters, parameter_reader, reliability,
+from dyn_control.controller.core import ControllerCore, warm_up
+from dyn_control.parameters import CONTROLLER
+from dyn_control.controller.settings import controller_settings
+from dyn_control.controller.teach import Recording
+from dyn_control.nodes import messages, trajectory_action
+from dyn_control.nodes.clock_check import ClockCheck
+from dyn_control.nodes.controller_topics import CartesianTargets, CommandTopics, ContactTopics
+from dyn_control.nodes.diagnostics import log_events, publish_diagnostics
+from dyn_control.nodes.markers import MarkerTopic
+from dyn_control.nodes.model_source import build_chain, configure_from_model
+from dyn_control.nodes.params import (StartupError, declare_parameters, parameter_reader, reliability,
                      set_parameters_callback)
-from .process import run
+from dyn_control.nodes.process import run
 
 
 class ComputedTorqueController(Node):

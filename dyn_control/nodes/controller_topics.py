@@ -7,10 +7,10 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from .. import kinematics
-from . import messages, trajectory_action
-from .diagnostics import warn_throttled
-from .params import StartupError
+from dyn_control import kinematics
+from dyn_control.nodes import messages, trajectory_action
+from dyn_control.nodes.diagnostics import warn_throttled
+from dyn_control.nodes.params import StartupError
 
 
 class CommandTopics:

@@ -6,7 +6,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
-from .messages import set_stamp
+from dyn_control.nodes.messages import set_stamp
 
 
 _LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN}

@@ -37,9 +37,9 @@ def cartesian_demo():
 
 def identify():
     """`ros2 run dyn_control identify`: the live workflow (nodes.identify); with --from-bag,
-    the offline fit (dyn_control.identify), no ROS needed."""
+    the offline fit (dyn_control.identification.offline), no ROS needed."""
     if "--from-bag" in sys.argv or {"-h", "--help"} & set(sys.argv[1:]):
-        from dyn_control.identify import main
+        from dyn_control.identification.offline import main
         if "--from-bag" not in sys.argv:  # the live node's parameters are ROS parameters
             print("live: identify --ros-args -p urdf_file:=ARM.urdf -p use_sim_time:=true "
                   "[-p effort_delay:=0.0005 ...] (its parameters: docs/parameters.md#identify)\n"

@@ -14,8 +14,8 @@ import numpy as np
 from geometry_msgs.msg import Point
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .. import kinematics
-from . import messages
+from dyn_control import kinematics
+from dyn_control.nodes import messages
 
 MARKER_RATE = 10.0  # Hz
 PATH_POINTS = 100

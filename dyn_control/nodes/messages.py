@@ -12,9 +12,9 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..control import first_non_finite
-from ..goals import Request
-from ..kinematics import matrix_quaternion, quaternion_matrix
+from dyn_control.controller.laws import first_non_finite
+from dyn_control.controller.goals import Request
+from dyn_control.kinematics import matrix_quaternion, quaternion_matrix
 
 
 class BadMessage(ValueError):

@@ -7,9 +7,9 @@ import numpy as np
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from ..model import URDFError, load_chain
-from .params import StartupError
-from .process import BUILDING
+from dyn_control.model.chain import URDFError, load_chain
+from dyn_control.nodes.params import StartupError
+from dyn_control.nodes.process import BUILDING
 
 
 def model_text(node):

@@ -5,7 +5,7 @@ that `qos_reliability` names."""
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ..parameters import PAYLOAD_PARAMETERS
+from dyn_control.parameters import PAYLOAD_PARAMETERS
 
 
 class StartupError(RuntimeError):

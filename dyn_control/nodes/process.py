@@ -14,8 +14,8 @@ from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from ..parameters import EXECUTOR, Table
-from .params import StartupError, declare_parameters
+from dyn_control.parameters import EXECUTOR, Table
+from dyn_control.nodes.params import StartupError, declare_parameters
 
 
 BUILDING = threading.Event()  # set while a node process is building its node (see run)

@@ -8,7 +8,7 @@ torque) stamped with the simulation time, ~/applied_external_joint_torques (Join
 effort, the joint torques J^T w that the push applied over the step before the state, with the
 state's stamp) with each state while a push acts and once more when it ends (zeros), and /clock
 when publish_clock is true. The simulated
-arm is dyn_control.simulator_core; this node declares its parameters
+arm is dyn_control.sim.core; this node declares its parameters
 (dyn_control.parameters.SIMULATOR), runs the stepping thread and moves messages.
 
 The thread steps at most real_time_factor times as fast as the wall clock (0: as fast as it
@@ -33,16 +33,16 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..model import to_chain_order
-from ..parameters import SIMULATOR, payload_model
-from ..simulator_core import SimulatorCore, simulator_settings
-from . import messages
-from .diagnostics import log_events, publish_diagnostics
-from .model_source import build_chain, configure_from_model
-from .params import (StartupError, declare_parameters, parameter_reader, reliability,
+from dyn_control.model.chain import to_chain_order
+from dyn_control.parameters import SIMULATOR, payload_model
+from dyn_control.sim.core import SimulatorCore, simulator_settings
+from dyn_control.nodes import messages
+from dyn_control.nodes.diagnostics import log_events, publish_diagnostics
+from dyn_control.nodes.model_source import build_chain, configure_from_model
+from dyn_control.nodes.params import (StartupError, declare_parameters, parameter_reader, reliability,
                      set_parameters_callback)
-from .process import run
-from .stepper import Stepper
+from dyn_control.nodes.process import run
+from dyn_control.nodes.stepper import Stepper
 
 
 class DynamicsSimulator(Node):

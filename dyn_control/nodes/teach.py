@@ -7,7 +7,7 @@ Without --replay: sets the controller's `mode` to teach (gravity and friction co
 light damping, the limits on), starts ~/teach/record, records for S seconds (default: until
 Enter), stops it (the rosbag2 folder's path is printed), sets `mode` back to --mode, and plays
 the recording back. With --replay BAG: the playback alone. The playback is a
-FollowJointTrajectory goal (dyn_control.teach.replay_points: smoothed, thinned, led in from
+FollowJointTrajectory goal (dyn_control.controller.teach.replay_points: smoothed, thinned, led in from
 where the arm is) on the controller's ~/follow_joint_trajectory, checked against the limits as
 any goal is. Exit code 0 when the goal succeeded, 1 when it did not, 2 when a step failed (a
 service that does not answer, a bad recording), with one line saying which.
@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from .. import teach
-from ..recording import state_names
+from dyn_control.controller import teach
+from dyn_control.recording import state_names
 
 TIMEOUT = 10.0  # s for a service's answer
 
@@ -38,8 +38,8 @@ class TeachClient:
         from std_srvs.srv import SetBool
         from diagnostic_msgs.msg import DiagnosticArray
 
-        from . import trajectory_action
-        from .diagnostics import read_diagnostics
+        from dyn_control.nodes import trajectory_action
+        from dyn_control.nodes.diagnostics import read_diagnostics
 
         self.node, self.controller = node, controller.rstrip("/")
         self.lock = threading.Lock()
@@ -141,7 +141,7 @@ class TeachClient:
         points). RuntimeError when the action is not there or a bad recording."""
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-        from . import messages, trajectory_action
+        from dyn_control.nodes import messages, trajectory_action
         if self.action is None:
             raise RuntimeError(trajectory_action.MISSING)
         try:

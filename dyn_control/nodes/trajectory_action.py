@@ -1,7 +1,7 @@
 """~/follow_joint_trajectory (control_msgs/action/FollowJointTrajectory) and ~/controller_state
 (control_msgs/msg/JointTrajectoryControllerState): how joint_trajectory_controller shows itself
 to MoveIt and rqt, over the controller core's one goal path (GoalPort: offer, cancel,
-feedback). Only conversions and bookkeeping live here; the rules are dyn_control.goals.
+feedback). Only conversions and bookkeeping live here; the rules are dyn_control.controller.goals.
 
 control_msgs is optional at run time: where it does not import, `AVAILABLE` is False and the
 controller runs without both (it says so in one line).
@@ -16,8 +16,8 @@ from typing import Callable, NamedTuple
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
 
-from .. import goals
-from . import messages
+from dyn_control.controller import goals
+from dyn_control.nodes import messages
 
 try:
     from control_msgs.action import FollowJointTrajectory

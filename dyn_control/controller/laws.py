@@ -1,0 +1,360 @@
+"""Control laws and their parameters: the formulas below are `_law`, compiled by numba.
+
+e = q_d - q and ed = qd_d - qd (wrapped to [-pi, pi) on continuous joints), and ie the
+integral of e over time, each joint's clamped to +-integral_limit (rad s). The modes:
+
+- computed_torque: tau = M(q) v + C(q, qd) qd + g(q), v = qdd_d + Kd ed + Kp e + Ki ie. With
+  the right model and Ki = 0 (default) the error obeys e'' + Kd e' + Kp e = 0 whatever the arm,
+  critically damped for Kd = 2 sqrt(Kp). A load the model lacks (a payload, a wrong inertia)
+  acts as an acceleration error; with Ki > 0 the integral learns it and e returns to zero:
+  e''' + Kd e'' + Kp e' + Ki e = 0, all three poles at -w for Kp = 3 w^2, Kd = 3 w, Ki = w^3.
+- feedforward:     tau = ID(q, qd_d, qdd_d) + I(q) (Kp e + Kd ed + Ki ie)
+- gravity_pd:      tau = g(q) + I(q) (Kp e + Kd ed + Ki ie) (the usual baseline)
+
+feedforward takes the desired motion through the model at the measured position (as PD+
+does): ID(q_d, ...) put g(q_d) - g(q), a spring of the arm's own weight, against the PD, and on
+a light arm that spring wins (the SO-100 fell 1.5 rad from a 0.01 rad offset with the default
+gains); at q the weight is cancelled exactly, as in gravity_pd.
+
+Kp (1/s^2), Kd (1/s) and Ki (1/s^3) mean the same in every mode: they multiply M in
+computed_torque, and I(q) = diag(1 / (M(q)^-1)_jj) in the other two, each joint's inertia with
+the other joints free. So a joint alone answers its error with the same natural frequency in
+every mode, the light wrist as the heavy shoulder. (Gains applied as N m/rad made the defaults,
+kd = 40 on a wrist of 4e-3 kg m^2 over a 1 ms period, an unstable loop.) Scaling by the diagonal
+of M instead would not do: M^-1 diag(M) reaches gains of 58 (default arm) to 117 (xArm7) in
+some direction, where M^-1 I(q) has a unit diagonal, so its gains sum to n.
+
+The sampled loop (the command held over one control period T, as the synchronous simulator
+applies it) of e'' = -g (Kp e + Kd e') is stable for Kd g T < 2 and Kp T < 2 Kd (Jury's test
+on its characteristic polynomial z^2 - (2 - Kd g T - Kp g T^2 / 2) z + 1 - Kd g T + Kp g T^2 / 2).
+g is 1 in computed_torque and at most n in the other modes (the eigenvalues of M^-1 I(q) sum to
+n): check_gains refuses gains beyond that. The integral is kept across trajectories (it
+estimates the unmodelled load) and cleared where Ki is 0.
+
+friction_compensation adds the URDF's joint damping B and Coulomb friction F:
+- damping, computed_torque: B (qd + T v), v = qdd_d + Kd ed + Kp e, T the control period. A
+  real joint's damping acts through the whole period, as the simulator's implicit step takes
+  it: (M + T B)(qd' - qd) = T (tau - bias - B qd). Asking M + T B for v cancels it exactly, so
+  even damping far stiffer than the period (xArm7: 10 N m s/rad on 1.4e-4 kg m^2) neither
+  destabilises the loop nor slows the error response. The other modes do the same with I(q)
+  for M: B qd + (I + T B)(Kp e + Kd ed + Ki ie); with B qd_d instead, a stiffly damped light
+  joint crept at (its PD torque) / B and never closed a 0.01 rad offset (xArm7).
+- friction: F clip((Kp e + Kd qd_d) / (Kp deadband), -1, 1): the direction the law pulls in,
+  fading to zero within `deadband` (rad) of the target. friction * sign(qd_d) gave nothing at
+  rest, so a joint stuck inside its friction band stayed there (xArm7: 6.7e-3 rad of a 1e-2
+  offset left after 2 s); with the pull it ends within the deadband.
+
+teach (TeachLaw), to move the arm by hand: tau = ID(q, qd, -c qd) + B qd + F clip(qd / band,
+-1, 1) = g(q) + C(q, qd) qd - M(q) c qd + B qd + F clip(...). Gravity and the Coriolis terms
+are cancelled, the URDF's damping and friction too (the friction in the direction of motion,
+fading out below `band` rad/s, so an arm at rest stays where it was left: its own friction
+holds it), and the damping c (1/s) acts through M: every motion a push left decays as e^-ct,
+the heavy shoulder's as the light wrist's (with c I(q), each joint's inertia with the others
+free, a push on the default arm still moved it 0.9 rad in the 4 s after it ended). B qd at the
+measured qd cancels damping that acts through the period, as the simulator's implicit step
+takes it: the arm moves as if it had none.
+"""
+
+import math
+
+import numpy as np
+
+from dyn_control.dynamics import as_vector, inverse_dynamics
+from dyn_control.kernels import mass_matrix as mass
+from dyn_control.kernels import newton_euler
+from dyn_control.kernels.compile import jit
+from dyn_control.model.layout import Data
+from dyn_control.model.chain import as_limit
+
+MODES = ("computed_torque", "feedforward", "gravity_pd")
+TEACH = "teach"  # the controller mode of TeachLaw
+TEACH_FRICTION_BAND = 0.01  # rad/s: teach's friction compensation fades out below it
+COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
+DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
+DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
+DEFAULT_PERIOD = 1e-3  # s, the control period the damping compensation assumes (1 kHz)
+# rad s. Ki * integral_limit bounds the acceleration the integral can ask for: 800 rad/s^2 at
+# w = 20 rad/s (Ki = 8000), far above a payload's few tens, yet bounded when a joint is blocked.
+DEFAULT_INTEGRAL_LIMIT = 0.1
+
+
+def gain_vector(value, n, name):
+    """A scalar or one value per joint -> (n,) finite, non-negative array; ValueError names it."""
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.ndim != 1 or arr.size not in (1, n):
+        raise ValueError(f"{name} must be a scalar or {n} values, got {arr.tolist()}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {arr.tolist()}")
+    return np.broadcast_to(arr, (n,)).copy()
+
+
+def critical_damping(kp):
+    """Kd = 2 sqrt(Kp): the computed-torque error response is critically damped."""
+    return 2.0 * np.sqrt(kp)
+
+
+def check_gains(mode, kp, kd, period, names):
+    """Refuse gains (n,) the sampled loop cannot hold stable at `period` (s) in `mode` (the
+    module docstring's bounds): ValueError naming the joint, the gain and its limit."""
+    coupling = len(names) if mode in (MODES[FEEDFORWARD], MODES[GRAVITY_PD]) else 1
+    for name, p, d in zip(names, kp, kd):
+        if d * coupling * period >= 2.0:
+            raise ValueError(f"kd on {name}: {d:g} 1/s is not below {2.0 / (coupling * period):g}"
+                             f", the most that {mode} holds stable at control_period {period:g} s")
+        if p > 0 and p * period >= 2.0 * d:
+            raise ValueError(f"kp on {name}: {p:g} 1/s^2 is not below {2.0 * d / period:g} "
+                             f"(2 kd / control_period), the most that kd {d:g} damps at "
+                             f"control_period {period:g} s")
+
+
+def check_mode(mode):
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+@jit
+def saturate(tau, limits):
+    """Clip tau (n,) to +-limits (n,) in place and return it; an infinite limit does not clip.
+    The one saturation of the package: the law's and the simulated motors'."""
+    for i in range(tau.shape[0]):
+        tau[i] = min(max(tau[i], -limits[i]), limits[i])
+    return tau
+
+
+def all_finite(values):
+    """Whether every value of a (n,) float64 array is finite. The builtin sum first: a numpy
+    reduction costs microseconds in a control tick; only an overflowing sum looks closer."""
+    return math.isfinite(sum(values.tolist())) or first_non_finite(values) is None
+
+
+def first_non_finite(values):
+    """The index of the first NaN or infinity in a (n,) array, or None: what an error names."""
+    bad = ~np.isfinite(values)
+    return int(np.argmax(bad)) if bad.any() else None
+
+
+@jit
+def at_limit(tau, limits):
+    """Whether any joint's torque is at its saturation limit."""
+    for i in range(tau.shape[0]):
+        if abs(tau[i]) >= limits[i]:
+            return True
+    return False
+
+
+_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
+
+
+@jit
+def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap, damping, friction,
+         deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
+    """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,
+    integral_limit, wrap (True: continuous joint, e wrapped to [-pi, pi)), damping and friction
+    to compensate (zeros: none), limits (saturation, may be inf). deadband (rad) and period (s)
+    are scalars. integral (n,) is updated in place by e dt, and cleared where ki is 0."""
+    n = q.shape[0]
+    e, ed, v = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        err = q_d[i] - q[i]
+        if wrap[i]:
+            err = (err + math.pi) % (2 * math.pi) - math.pi
+        e[i] = err
+        ed[i] = qd_d[i] - qd[i]
+        if ki[i] > 0:
+            integral[i] = min(max(integral[i] + err * dt, -integral_limit[i]), integral_limit[i])
+        else:
+            integral[i] = 0.0
+        v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
+    model = (mvec, mrot, ints, vecs, rots, mats)
+    tau = np.empty(n)
+    if mode == COMPUTED_TORQUE:
+        mass.mass_matrix_times_plus_bias(*model, q, qd, v, tau)
+        for i in range(n):  # the damping over one control period, taken implicitly
+            tau[i] += damping[i] * (qd[i] + period * v[i])
+    else:
+        if mode == FEEDFORWARD:
+            newton_euler.inverse_dynamics(*model, q, qd_d, qdd_d, _ZERO6, tau)
+        else:
+            zero = np.zeros(n)
+            newton_euler.inverse_dynamics(*model, q, zero, zero, _ZERO6, tau)
+        inertia = np.empty(n)
+        mass.joint_inertias(*model, q, inertia)
+        for i in range(n):  # the damping as computed_torque takes it, with I for M
+            pd = kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i]
+            tau[i] += (inertia[i] + period * damping[i]) * pd + damping[i] * qd[i]
+    for i in range(n):
+        if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
+            pull, band = kp[i] * e[i] + kd[i] * qd_d[i], kp[i] * deadband
+            share = min(max(pull / band, -1.0), 1.0) if band > 0 else np.sign(pull)
+            tau[i] += friction[i] * share
+    return saturate(tau, limits), e, ed
+
+
+class ControlLaw:
+    """A control law with its parameters, named as in the module docstring.
+
+    kp, kd: (n,) gains; ki, integral_limit: (n,) integral gain and clamp (default: off);
+    limits: (n,) effort saturation (default none); friction_compensation adds the chain's
+    damping and friction (see the module docstring) with friction_deadband (rad) and period (s).
+    integral: (n,) the integral of e to start from (a law rebuilt with new gains or a new model
+    passes the old one's `integral` on). Calling it with the state and the desired state, each
+    (n,), and dt (s since the last call: the integral's step) returns (tau, e, ed): the torques
+    and the errors they answer.
+    """
+
+    def __init__(self, chain, mode, kp, kd, limits=None, friction_compensation=False,
+                 friction_deadband=DEFAULT_FRICTION_DEADBAND, period=DEFAULT_PERIOD, ki=0.0,
+                 integral_limit=DEFAULT_INTEGRAL_LIMIT, integral=None):
+        n = chain.n
+        per_joint = lambda x: np.broadcast_to(np.asarray(x, dtype=float), (n,)).copy()  # noqa: E731
+        self.chain, self.mode = chain, check_mode(mode)
+        self.kp, self.kd, self.ki = per_joint(kp), per_joint(kd), per_joint(ki)
+        self.integral_limit = per_joint(integral_limit)
+        self.limits = per_joint(np.inf if limits is None else limits)
+        compensated = friction_compensation
+        self.damping = chain.damping.copy() if compensated else np.zeros(n)
+        self.friction = chain.friction.copy() if compensated else np.zeros(n)
+        self.deadband, self.period = float(friction_deadband), float(period)
+        self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
+        self.integral[self.ki == 0] = 0.0  # ki set to 0 resets its integral
+        self.data = Data(chain.pack)  # the law's workspace
+        self._args = (*self.data.args, MODES.index(self.mode),
+                      self.kp, self.kd, self.ki, self.integral_limit,
+                      np.array(chain.continuous),  # writable: numba's fast dispatch path
+                      self.damping, self.friction, self.deadband, self.period, self.limits)
+
+    def __call__(self, q, qd, q_d, qd_d, qdd_d, dt=0.0):
+        c = self.chain
+        return _law(*self._args, as_vector(c, q, "q"), as_vector(c, qd, "qd"),
+                    as_vector(c, q_d, "q_d"), as_vector(c, qd_d, "qd_d"),
+                    as_vector(c, qdd_d, "qdd_d"), self.integral, float(dt))
+
+    @classmethod
+    def gravity(cls, chain, limits):
+        """The holding law: tau = g(q), saturated (gravity_pd with zero gains, called with the
+        held position as the desired one)."""
+        zero = np.zeros(chain.n)
+        return cls(chain, "gravity_pd", zero, zero, limits)
+
+
+@jit
+def _teach(mvec, mrot, ints, vecs, rots, mats, damping, friction, band, teach_damping, limits, q,
+           qd):
+    """The teach law of the module docstring -> tau (n,), saturated."""
+    n = q.shape[0]
+    model = (mvec, mrot, ints, vecs, rots, mats)
+    tau, slowing = np.empty(n), np.empty(n)
+    for i in range(n):
+        slowing[i] = -teach_damping[i] * qd[i]
+    newton_euler.inverse_dynamics(*model, q, qd, slowing, _ZERO6, tau)
+    for i in range(n):
+        share = min(max(qd[i] / band, -1.0), 1.0)
+        tau[i] += damping[i] * qd[i] + friction[i] * share
+    return saturate(tau, limits)
+
+
+class TeachLaw:
+    """The teach law (module docstring): chain, teach_damping (n,) 1/s, limits (n,) saturation,
+    friction_compensation (the URDF's damping and friction, or none). Called with (q, qd)."""
+
+    def __init__(self, chain, teach_damping, limits, friction_compensation=True):
+        n = chain.n
+        zero = np.zeros(n)
+        self.chain, self.data = chain, Data(chain.pack)
+        self._args = (*self.data.args,
+                      chain.damping.copy() if friction_compensation else zero,
+                      chain.friction.copy() if friction_compensation else zero.copy(),
+                      TEACH_FRICTION_BAND, np.broadcast_to(teach_damping, (n,)).astype(float),
+                      np.broadcast_to(limits, (n,)).astype(float))
+
+    def __call__(self, q, qd):
+        c = self.chain
+        return _teach(*self._args, as_vector(c, q, "q"), as_vector(c, qd, "qd"))
+
+
+def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
+    """Joint torques (n,) N m or N of a mode, unsaturated and without friction compensation."""
+    n = chain.n
+    law = ControlLaw(chain, mode, gain_vector(kp, n, "kp"), gain_vector(kd, n, "kd"))
+    return law(q, qd, q_d, qd_d, qdd_d)[0]
+
+
+def effort_limits(chain, override=()):
+    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given; 0 means
+    none (model.as_limit)."""
+    limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
+    if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
+        raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
+                         f"got {np.asarray(override).tolist()}")
+    return as_limit(limits)
+
+
+# s: the default rate limit brings in the arm's largest effort in this long, on every joint of
+# that kind (revolute or prismatic): Franka's limit, 1000 N m/s on all seven joints, is its 87
+# N m over it. Per joint, each limit over it, a 3 N m wrist took 60 ms to flip its 1 N m of
+# Coulomb compensation at a reversal (Tiago++: 3e-3 rad off); and 1000 N m/s on a UR10, its
+# gravity ramped in from zero at start, sagged 0.08 rad before the command held it.
+EFFORT_RISE = 0.087
+
+
+def rate_limits(limits, given, prismatic=None):
+    """(n,) N m/s (N/s) per joint, inf: none. given: unset (None or []): the largest finite
+    effort limit among the joints of each kind (prismatic: (n,) bool, default none) over
+    EFFORT_RISE; else a scalar or one per joint (gain_vector), 0 meaning none."""
+    n = len(limits)
+    if given is None or (isinstance(given, (list, tuple)) and len(given) == 0):
+        limits = np.asarray(limits, float)
+        kinds = np.zeros(n, bool) if prismatic is None else np.asarray(prismatic, bool)
+        rates = np.full(n, np.inf)
+        for kind in (False, True):
+            finite = limits[(kinds == kind) & np.isfinite(limits)]
+            if finite.size:
+                rates[kinds == kind] = finite.max() / EFFORT_RISE
+        return rates
+    rates = gain_vector(given, n, "max_effort_rate")
+    return np.where(rates > 0, rates, np.inf)
+
+
+def limit_rate(tau, previous, max_rate, dt):
+    """Bound the change from `previous` to tau by max_rate * dt (N m/s, (n,) or a scalar, inf:
+    none, from rate_limits; no time, no change). No previous command leaves tau as it is."""
+    if previous is None:
+        return tau
+    if dt <= 0:
+        return previous.copy()
+    step = max_rate * dt
+    return previous + np.clip(tau - previous, -step, step)
+
+
+CHECK_STEP = 0.01  # s between the samples of a trajectory check (and every waypoint)
+
+
+def trajectory_violation(chain, trajectory, limits, step=CHECK_STEP):
+    """The first place a trajectory asks more than the arm has, as one line; None if nowhere.
+
+    Samples every `step` s and every waypoint; at each, the torque the desired motion needs,
+    ID(q_d, qd_d, qdd_d) (batched inverse dynamics of `chain`, payload included) plus the
+    joint's damping and Coulomb friction at qd_d, against `limits` (n,) N m or N, and |qd_d|
+    against the URDF velocity limits (model.as_limit). Joints in chain order.
+    """
+    t = trajectory.check_times(step)
+    q, qd, qdd = trajectory.sample_many(t)
+    tau = inverse_dynamics(chain, q, qd, qdd) + chain.damping * qd + chain.friction * np.sign(qd)
+    velocity_limits = as_limit(chain.velocity_limits)
+    found = []
+    for name, value, limit, unit in (("torque", tau, limits, "N m"),
+                                     ("velocity", qd, velocity_limits, "rad/s")):
+        over = np.abs(value) > limit
+        if over.any():
+            k, i = np.unravel_index(np.argmax(over), over.shape)  # first sample, then joint
+            found.append((t[k], i, name, value[k, i], limit[i], unit))
+    if not found:
+        return None
+    time, i, name, value, limit, unit = min(found, key=lambda f: f[0])
+    joint = chain.joints[i]
+    if joint.type == "prismatic":
+        unit = {"N m": "N", "rad/s": "m/s"}[unit]
+    return (f"joint '{joint.name}' needs {name} {value:.4g} {unit} at t = "
+            f"{time - trajectory.start_time:.3f} s from the trajectory's start, "
+            f"limit {limit:.4g} {unit}")

@@ -1,0 +1,2 @@
+"""The simulated arm without middleware: the forward-dynamics step and the core that the simulator node
+drives."""

@@ -1,0 +1,201 @@
+"""The simulated arm without middleware: what dynamics_simulator does between a command and a
+joint state, driven by plain calls with explicit time.
+
+    core = SimulatorCore(chain, settings)          # settings: simulator_settings(...)
+    core.on_command(now, tau)                      # an effort command (chain order)
+    publish = core.step(now)                       # one dt; True when a state is due
+    core.published(now)                            # a state went out: deadline accounting
+
+`now` is the wall clock (s, steady): free running counts command_timeout on it, synchronous
+on simulated time; the real-time factor is simulated s per `now` s since the first command. The simulator node owns the thread, the pacing and the waiting for
+an answer. What a person should read goes to `events` as (level, text, throttle).
+"""
+
+import threading
+
+import numpy as np
+
+from dyn_control.cores import REPORT_EVERY, Events, JointSettings
+from dyn_control.parameters import payload_model
+from dyn_control.sim.simulation import Simulation, default_initial_positions, gravity_overloads
+
+
+def simulator_settings(chain, value, order=None):
+    """Settings for SimulatorCore from the simulator's parameters, read by value(name) (see
+    dyn_control.parameters.SIMULATOR, whose checks the node has run); per-joint values in
+    `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter."""
+    joints = JointSettings(chain, value, order)
+    q0 = joints.positions("initial_positions")
+    if q0 is not None:
+        outside = np.flatnonzero((q0 < chain.position_min) | (q0 > chain.position_max))
+        if outside.size:
+            i = outside[0]
+            raise ValueError(
+                f"initial_positions: joint '{chain.joint_names[i]}' at {q0[i]:g} is outside its "
+                f"limits [{chain.position_min[i]:g}, {chain.position_max[i]:g}]")
+    dt = value("dt")
+    if value("publish_rate") * dt > 1.0 + 1e-9:
+        raise ValueError(f"publish_rate {value('publish_rate'):g} Hz is above 1/dt = "
+                         f"{1.0 / dt:g} Hz: the simulator publishes a state per step at most")
+    if value("command_type") == "joint_state" and value("synchronous"):
+        raise ValueError("synchronous must be false with command_type joint_state: "
+                         "controller_manager runs on its own clock, with no lockstep")
+    model, limits = payload_model(chain, value), joints.effort_limits()
+    return dict(
+        q0=default_initial_positions(model, limits) if q0 is None else q0, dt=dt,
+        integrator=value("integrator"), substeps=value("substeps"), limits=limits,
+        publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
+        synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
+        command_timeout=value("command_timeout"),
+        model=model, arm_compensates_gravity=bool(value("arm_compensates_gravity")),
+        noise=np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
+                       dtype=float),
+        seed=int(value("noise.seed")))
+
+
+class SimulatorCore(Events):
+    """The simulation, the last command, brakes, the command timeout and deadline accounting."""
+
+    def __init__(self, chain, settings):
+        super().__init__()
+        self.chain = chain  # from the URDF; the simulation runs settings["model"] (payload)
+        s = self.settings = settings
+        self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"],
+                              s["substeps"], s["arm_compensates_gravity"])
+        self.command = np.zeros(chain.n)
+        self.braked = s["braked"]  # released by the first command
+        self.command_seen = None  # when the last command came: sim time if synchronous
+        self.timed_out = False
+        self.answered = False  # a command came since the last published state
+        self.states = 0  # states published while commands were expected
+        self.missed = 0  # of those, states no new command answered in time
+        self.timeouts = 0
+        self.pace = None  # (now, sim t) at the first command: the real-time factor counts from it
+        self.noise = s["noise"]  # sigma of q, qd and effort, on what is published
+        self.rng = np.random.default_rng(s["seed"])
+        self._next_report = REPORT_EVERY
+        self.scheduled = []  # (simulated s, wrench, link) of pushes stamped ahead, soonest first
+        self.lock = threading.Lock()  # the message thread schedules, the stepping thread takes
+        self.overloads = gravity_overloads(s["model"], s["q0"], s["limits"])
+        for line in self.overloads:  # initial_positions the limits cannot hold
+            self._say("warning", f"the start pose cannot be held: {line}")
+
+    def measured(self):
+        """(q, qd, effort) as the arm's sensors give them: the true state and applied effort,
+        with the noise the parameters ask for (the same arrays when there is none)."""
+        sim = self.sim
+        true = (sim.q, sim.qd, sim.effort)
+        if not self.noise.any():
+            return true
+        return tuple(x + sigma * self.rng.standard_normal(x.shape) if sigma else x
+                     for x, sigma in zip(true, self.noise))
+
+    def set_model(self, model):
+        """A new payload: the next step carries it."""
+        self.sim.chain = model
+
+    def push(self, wrench, link="", at=None):
+        """An external wrench (6,) [force N; moment N m], base axes, on `link`'s origin (""
+        the tip link) from the next step on, or from the simulated time `at` (s) when that is
+        still to come (a wrench stamped ahead: a scenario keeps its times whatever the load on
+        whoever sent it); zero ends it. ValueError names a bad link."""
+        self.chain.frame(link or self.chain.tip_link)  # a bad link is refused now, not later
+        if at is not None and at > self.sim.t:
+            with self.lock:
+                self.scheduled.append((at, np.array(wrench, dtype=float), link))
+                self.scheduled.sort(key=lambda item: item[0])
+            return
+        self._apply_push(wrench, link)
+
+    def _apply_push(self, wrench, link):
+        self.sim.push(wrench, link or None)
+        self._say("info", f"push on '{link or self.chain.tip_link}': force "
+                          f"{np.round(wrench[:3], 3).tolist()} N, moment "
+                          f"{np.round(wrench[3:], 3).tolist()} N m" if np.any(wrench) else
+                          "push ended")
+
+    def _clock(self, now):
+        return self.sim.t if self.settings["synchronous"] else now
+
+    def on_command(self, now, tau):
+        """A good effort command, chain order."""
+        self.command = tau
+        self.command_seen = self._clock(now)
+        self.answered = True
+        if self.pace is None:
+            self.pace = (now, self.sim.t)
+        if self.timed_out:
+            self.timed_out = False
+            self._say("warning", f"effort commands are back at t = {self.sim.t:.3f} s")
+        if self.braked:
+            self.braked = False
+            self._say("info", f"first command at t = {self.sim.t:.3f} s: brakes released")
+
+    def step(self, now):
+        """One dt: braked, or under the last command (zero after command_timeout), with the
+        pushes due by now. Returns whether a state is due now (every publish_every steps)."""
+        self._check_command_timeout(now)
+        while self.scheduled and self.scheduled[0][0] <= self.sim.t + 0.5 * self.sim.dt:
+            with self.lock:
+                _, wrench, link = self.scheduled.pop(0)
+            self._apply_push(wrench, link)
+        if self.braked:
+            self.sim.hold()
+        elif not self.sim.step(self.command):
+            self._say("warning", f"numerical blow-up at t = {self.sim.t:.3f} s: reset to the "
+                      f"last finite state ({self.sim.blowups} so far)", throttle=True)
+        return self.sim.steps % self.settings["publish_every"] == 0
+
+    def _check_command_timeout(self, now):
+        timeout = self.settings["command_timeout"]
+        if timeout <= 0 or self.command_seen is None or self.timed_out:
+            return
+        silent = self._clock(now) - self.command_seen
+        if silent > timeout:
+            self.timed_out = True
+            self.timeouts += 1
+            self.command = np.zeros(self.chain.n)
+            self._say("warning", f"no effort command for {silent:.3f} s (command_timeout "
+                      f"{timeout} s): zero effort, the arm falls as hardware would")
+
+    def published(self, now):
+        """A state went out: count it, and whether the one before got its answer."""
+        if self.command_seen is not None:
+            self.states += 1
+            self.missed += not self.answered
+        self.answered = False
+        if self.sim.t >= self._next_report and self.states:
+            self._next_report = self.sim.t + REPORT_EVERY
+            self._say("info", self.deadline_report(now))
+
+    def diagnostics(self, now):
+        """(level "OK" | "WARN", message, {key: value}): what /diagnostics reports."""
+        rtf = self.real_time_factor(now)
+        met = 100.0 * (1 - self.missed / self.states) if self.states else 100.0
+        message = ("braked until the first command" if self.braked else
+                   "no effort command: zero effort" if self.timed_out else "running")
+        values = {
+            "time": round(self.sim.t, 3), "states": self.states, "missed": self.missed,
+            "deadlines_met_percent": round(met, 2),
+            "real_time_factor": "-" if rtf is None else round(rtf, 3),
+            "blowups": self.sim.blowups, "command_timeouts": self.timeouts,
+            "stop_steps": self.sim.stop_steps}
+        if self.overloads:
+            values["start_pose_not_held"] = "; ".join(self.overloads)
+        return ("WARN" if self.timed_out or self.sim.blowups or self.overloads else "OK",
+                message, values)
+
+    def real_time_factor(self, now):
+        """Simulated s per wall s since the first command; None before it."""
+        if self.pace is None or now <= self.pace[0]:
+            return None
+        return (self.sim.t - self.pace[1]) / (now - self.pace[0])
+
+    def deadline_report(self, now):
+        """States published since the first command, how many got no new command in time, and
+        the real-time factor achieved."""
+        share = 100.0 * (1 - self.missed / self.states) if self.states else 100.0
+        rtf = self.real_time_factor(now)
+        return (f"deadlines: {self.states} states, {self.missed} missed (no new command "
+                f"before the next state), {share:.2f} % met; real-time factor "
+                + ("-" if rtf is None else f"{rtf:.3f}"))

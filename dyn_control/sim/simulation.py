@@ -1,0 +1,253 @@
+"""Forward-dynamics simulation of a chain with a fixed step; pure numpy plus one compiled step.
+
+A step splits the dynamics in two (kernels.passive.simulation_step):
+1. the smooth part, M q'' = tau - C(q, q') q' - g(q), by classical RK4 with tau held over the
+   step;
+2. the passive joints, implicitly, as MuJoCo does: damping folded into the mass matrix,
+   (M + dt B) v = M v_rk4 - dt f, Coulomb friction as a bounded force f (|f_i| <= friction_i,
+   a joint inside its band sticks) and each position limit as a stop that only pushes out.
+   passive_velocity solves that exactly; it can only take kinetic energy out.
+
+Why this scheme:
+- Real URDFs put heavy damping on light links (xArm7: 10 N m s/rad on 1.4e-4 kg m^2, a time
+  constant of 14 us against a 1 ms step), where damping inside an explicit step diverges, and
+  friction as friction * sign(q') chatters and adds energy. Taken implicitly, neither can: in
+  a fall with no input K + P rises by no more than integration error on every arm of
+  example-robot-data (test/test_passive_physics.py).
+- Without damping, friction or a limit reached, step 2 is the identity, so the undamped
+  accuracy is RK4's (docs/simulator.md). Semi-implicit Euler (integrator
+  semi_implicit_euler) is kept for comparison; it drifts far more.
+- The compiled step is a few tens of microseconds for 7 joints (four forward dynamics, one
+  mass matrix; `make bench`). Its mass matrices come from the composite-rigid-body pass
+  (kernels.mass_matrix.crba): equal to the controller's inverse-dynamics columns to
+  round-off, in one pass instead of n, and computed by other code than the controller's.
+
+`substeps` splits each dt into that many steps of dt / substeps, the torque held over all of
+them, as a real arm's physics runs between two commands. The passive split above is first
+order in the step: damping acts on the end velocity, and the RK4 stages see velocities friction
+has not slowed yet. A simulated "real arm" whose recorded torques are fitted to the continuous
+model (identification, issue 31) needs that error below what the fit can see: with issue 31's
+damping and friction on the default arm, one step per 1 ms put the identified URDF at 6x to 8x
+the true URDF's tracking error, ten at 1.1x to 1.3x (docs/identification.md).
+
+Applied effort is saturated to the effort limits. A step that produces a non-finite state is
+undone: the state goes back to the last finite one, at rest, and `step` says so.
+
+A push (`push`) is an external wrench on a link: J^T w joins the motor torques, unsaturated,
+with J the link's Jacobian at the step's start (it is held over the step, as the torque is).
+"""
+
+import numpy as np
+
+from dyn_control.controller.laws import all_finite, effort_limits, saturate
+from dyn_control.dynamics import gravity_torques, mass_matrix
+from dyn_control.kernels.passive import simulation_step
+from dyn_control.kinematics import frame_jacobian
+from dyn_control.model.layout import Data, with_gravity
+
+INTEGRATORS = ("rk4", "semi_implicit_euler")
+DEFAULT_DT = 1e-3  # s
+REAL_ARM_SUBSTEPS = 10  # a simulated real arm's, to identify against (module docstring)
+
+
+HOLD_SHARE = 0.8  # of a joint's effort limit, at most, that a start pose found for it needs
+
+
+def gravity_overloads(chain, q, limits=None):
+    """One line for each joint whose effort limit cannot hold the arm at q against gravity
+    (limits: (n,) N m or N, default the URDF's): there the arm sags from the first command,
+    into its stops, and the stop's torque would read as a collision."""
+    limits = effort_limits(chain) if limits is None else np.asarray(limits, float)
+    g = gravity_torques(chain, q)
+    unit = ["N" if kind == "prismatic" else "N m" for kind in (j.type for j in chain.joints)]
+    return [f"joint '{chain.joint_names[i]}' needs {abs(g[i]):.4g} {unit[i]} against gravity "
+            f"at {np.round(np.asarray(q, float), 3).tolist()}, over its effort limit of "
+            f"{limits[i]:.4g} {unit[i]}" for i in np.flatnonzero(np.abs(g) > limits)]
+
+
+def _load(chain, q, limits):
+    """The largest share of its effort limit that a joint needs to hold q against gravity."""
+    return float(np.max(np.abs(gravity_torques(chain, q)) / limits))
+
+
+def holdable_pose(chain, q, limits, share=HOLD_SHARE, samples=73):
+    """q, or where the effort limits cannot hold it against gravity, the pose nearest it that
+    needs at most `share` of every limit: the overloaded joints from the root out, each set to
+    the value of its range (a turn where unlimited) that needs least, nearest q among those
+    under share. Returns q itself when it can be held, or the best pose found."""
+    q = np.array(q, dtype=float)
+    if _load(chain, q, limits) <= 1.0:
+        return q
+    for _ in range(3):
+        over = np.abs(gravity_torques(chain, q)) > share * limits
+        if not over.any():
+            break
+        for i in np.flatnonzero(over):
+            low, high = chain.position_min[i], chain.position_max[i]
+            low, high = (low, high) if np.isfinite(low) and np.isfinite(high) else (
+                q[i] - np.pi, q[i] + np.pi)
+            start, values = q[i], np.linspace(low, high, samples)
+            loads = np.empty(samples)
+            for k, v in enumerate(values):
+                q[i] = v
+                loads[k] = _load(chain, q, limits)
+            fits = loads <= share
+            q[i] = values[np.argmin(np.where(fits, np.abs(values - start), np.inf))
+                          if fits.any() else np.argmin(loads)]
+    return q
+
+
+START_ROOM = 0.1  # of a joint's range: how far inside each limit the default start is, at least
+
+
+def zero_pose(chain):
+    """Zeros, or the middle of the position limits where zero lies outside them; a zero within
+    START_ROOM of the range from a limit is moved that far inside it (the Panda's joint 6 has
+    0.0175 rad below zero, Baxter's left_e1 0.05: a start at the stop leaves a motion about it
+    no room on that side, and the first sag lands on the stop)."""
+    low, high = chain.position_min, chain.position_max
+    outside = (low > 0) | (high < 0)  # (then both are finite)
+    with np.errstate(invalid="ignore"):  # -inf + inf where unlimited, not chosen
+        room = START_ROOM * (high - low)
+        q = np.where(outside, 0.5 * (low + high), 0.0)
+        limited = np.isfinite(room)
+        return np.where(limited, np.clip(q, low + room, high - room), q)
+
+
+def default_initial_positions(chain, limits=None):
+    """zero_pose, or where the effort limits (default the URDF's) cannot hold it against
+    gravity, the nearest pose they can (holdable_pose: Baxter's left_s1 needs 56 N m at zero
+    against 50)."""
+    limits = effort_limits(chain) if limits is None else limits
+    return holdable_pose(chain, zero_pose(chain), limits)
+
+
+def stiff_joints(chain, q, dt=DEFAULT_DT):
+    """Joints whose damping alone would settle within one step: [(index, inertia, tau_c)].
+
+    inertia: the joint's effective inertia 1 / (M^-1)_ii at q (kg m^2 or kg, the others free);
+    tau_c = inertia / damping (s), the damping's time constant, listed when shorter than dt.
+    An explicit integrator is unstable there (Euler needs dt < 2 tau_c); the step here takes
+    damping implicitly, but a simulator or a velocity-feedback loop that does not, will not cope.
+    """
+    inertia = 1.0 / np.diag(np.linalg.inv(mass_matrix(chain, q)))
+    with np.errstate(divide="ignore"):
+        tau_c = inertia / chain.damping
+    return [(i, inertia[i], tau_c[i]) for i in np.flatnonzero(tau_c < dt)]
+
+
+class Simulation:
+    """State (q, qd) at time t of a chain driven by joint torques.
+
+    q0: (n,) initial positions; dt: step (s); effort_limits: (n,) N m or N (inf: none);
+    substeps: physics steps per dt (module docstring). gravity_compensated: the arm adds its
+    own g(q) to every command, continuously, as the firmware of a Franka, a UR in direct torque
+    or a KUKA in FRI's torque mode does: the step then runs without gravity, and `effort` (what
+    the joints' torque sensors read) is the command plus g(q).
+    """
+
+    def __init__(self, chain, q0, dt=DEFAULT_DT, effort_limits=None, integrator="rk4",
+                 substeps=1, gravity_compensated=False):
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
+        if isinstance(substeps, bool) or int(substeps) != substeps or substeps < 1:
+            raise ValueError(f"substeps must be a whole number >= 1, got {substeps!r}")
+        self.substeps = int(substeps)
+        self.gravity_compensated = bool(gravity_compensated)
+        self.chain = chain
+        self.dt = float(dt)
+        self.integrator = integrator
+        self.q = np.array(q0, dtype=float)
+        if self.q.shape != (chain.n,) or not np.all(np.isfinite(self.q)):
+            raise ValueError(f"q0 must be {chain.n} finite values, got {self.q.tolist()}")
+        if not (np.isfinite(self.dt) and self.dt > 0):
+            raise ValueError(f"dt must be > 0 s, got {dt}")
+        self.qd = np.zeros(chain.n)
+        self.tau = np.zeros(chain.n)  # the command applied, after saturation
+        self.effort = self.tau  # the joints' torques over the last step: tau, plus g if compensated
+        self.t = 0.0
+        self.steps = 0
+        self.blowups = 0  # steps undone because the state became non-finite
+        self.stop_steps = 0  # steps that ended with a joint on one of its stops
+        self.effort_limits = (np.full(chain.n, np.inf) if effort_limits is None
+                              else np.asarray(effort_limits, dtype=float))
+        # the stops the step enforces (the chain's cleaned bounds; chain.lower/upper are the URDF's)
+        self.position_min, self.position_max = (chain.position_min.copy(),
+                                                chain.position_max.copy())
+        self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
+        self.external = None  # (link, wrench (6,)) of a push
+        self.external_torques = np.zeros(chain.n)  # J^T wrench of the push over the last step
+
+    @property
+    def chain(self):
+        return self._chain
+
+    @chain.setter
+    def chain(self, chain):
+        """The model the steps run (a new payload: from the next step on)."""
+        self._chain = chain
+        pack = with_gravity(chain.pack, np.zeros(3)) if self.gravity_compensated else chain.pack
+        self.data = Data(pack)  # the step's workspace, and the model it packs
+
+    def push(self, wrench, link=None):
+        """From the next step on, until the next push: the wrench (6,) [force N; moment N m],
+        base axes, applied at the origin of `link` (default: the tip link; any link the chain
+        moves). A zero wrench ends the push. ValueError names a bad link or value."""
+        wrench = np.array(wrench, dtype=float).reshape(-1)
+        if wrench.shape != (6,) or not np.all(np.isfinite(wrench)):
+            raise ValueError(f"a push is 6 finite values (force N, moment N m), got {wrench.tolist()}")
+        link = link or self.chain.tip_link
+        self.chain.frame(link)
+        self.external = (link, wrench) if np.any(wrench) else None
+
+    def step(self, tau):
+        """Advance one dt with joint torques tau (n,), saturated to the effort limits.
+
+        Returns True, or False when the step blew up (non-finite state, or a mass matrix that
+        is no longer positive definite): then the arm is put back at its last finite position,
+        at rest, and time still advances.
+        """
+        self.tau = saturate(np.array(tau, dtype=float), self.effort_limits)
+        applied = self.tau
+        if self.external is not None:
+            link, wrench = self.external
+            self.external_torques = frame_jacobian(self.chain, self.q, link).T @ wrench
+            applied = self.tau + self.external_torques
+        elif self.external_torques.any():
+            self.external_torques = np.zeros(self.chain.n)
+        q, qd = self.q, self.qd
+        if self.gravity_compensated:
+            g = gravity_torques(self.chain, q)
+        try:
+            for _ in range(self.substeps):
+                q, qd = simulation_step(
+                    *self.data.args, q, qd, applied, self.damping, self.friction,
+                    self.position_min, self.position_max, self.dt / self.substeps,
+                    self.integrator == "rk4")
+            finite = all_finite(q) and all_finite(qd)
+        except ValueError:  # Cholesky of a non-finite or indefinite mass matrix
+            finite = False
+        if not finite:
+            q, qd = self.q, np.zeros_like(self.qd)
+            self.tau = np.zeros_like(self.tau)
+            self.blowups += 1
+        # the compensation's torque over the step, by the trapezoid
+        self.effort = (self.tau + 0.5 * (g + gravity_torques(self.chain, q))
+                       if self.gravity_compensated else self.tau)
+        self.q, self.qd = q, qd
+        if self.at_stop():
+            self.stop_steps += 1
+        self.steps += 1
+        self.t = self.steps * self.dt
+        return finite
+
+    def at_stop(self):
+        """Whether a joint is on one of its stops (what a real arm's firmware stops for)."""
+        return bool(np.any(self.q <= self.position_min) or np.any(self.q >= self.position_max))
+
+    def hold(self):
+        """Advance one dt with the joints braked: time passes, the arm does not move."""
+        self.qd = np.zeros_like(self.qd)
+        self.tau = self.effort = np.zeros_like(self.tau)
+        self.steps += 1
+        self.t = self.steps * self.dt
