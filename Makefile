@@ -4,6 +4,7 @@
 #               VIEW=1: a live 3D view in the browser, http://localhost:VIEW_PORT (8080), until Ctrl-C)
 #   make test   the whole test suite (what CI runs)
 #   make test-fast  the tests that start no processes (the library and the cores), for iteration
+#   make lint   ruff with the rules of ament_flake8 and ament_pep257 (make test and test-fast run it)
 #   make soak   the 10-minute soak (make test runs a 1-minute one)
 #   make sweep  every URDF of example-robot-data through make demo's path
 #   make bench  dynamics against Pinocchio
@@ -29,7 +30,7 @@ VIEW_PORT ?= 8080
 TIP ?=
 JOINTS ?=
 
-.PHONY: demo test test-fast soak sweep bench bench-loop equality identify teach venv venv-test clean
+.PHONY: demo test test-fast lint soak sweep bench bench-loop equality identify teach venv venv-test clean
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
@@ -65,11 +66,15 @@ demo: $(VENV)/.runtime $(VENV)/.control_msgs $(if $(VIEW),$(VENV)/.view)
 	ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-77} $(PY) -m harness.demo --arm $(ARM) --out out $(if $(MODE),--mode $(MODE)) \
 	  $(if $(TIP),--tip $(TIP)) $(if $(JOINTS),--joints $(JOINTS)) $(if $(VIEW),--view-port $(VIEW_PORT))
 
-test: $(VENV)/.test $(VENV)/.control_msgs
+test: $(VENV)/.test $(VENV)/.control_msgs lint
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test
 
-test-fast: $(VENV)/.test
+test-fast: $(VENV)/.test lint
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q -m "not processes" test
+
+# the rules ament_flake8 and ament_pep257 check, at the house's width (ruff.toml)
+lint: $(VENV)/.test
+	$(VENV)/bin/ruff check --no-cache .
 
 soak: $(VENV)/.test
 	DYN_CONTROL_SOAK_SECONDS=600 $(PY) -m pytest -q -s test/test_soak.py

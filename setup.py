@@ -1,5 +1,6 @@
 """ament_python package dyn_control. Dependencies are declared in package.xml (rosdep) and,
-for machines without ROS, in requirements.txt: install_requires pulls nothing from PyPI."""
+for machines without ROS, in requirements.txt: install_requires pulls nothing from PyPI.
+"""
 
 from glob import glob
 

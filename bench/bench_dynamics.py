@@ -30,9 +30,9 @@ import pinocchio as pin
 from scipy.optimize import curve_fit
 
 from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
-from dyn_control.kernels import newton_euler
 from dyn_control.controller.laws import effort_limits, trajectory_violation
 from dyn_control.controller.trajectory import Trajectory, sine_waypoints
+from dyn_control.kernels import newton_euler
 from dyn_control.kinematics import frame_pose_and_jacobian
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
@@ -70,7 +70,8 @@ def per_call_us(fn, repeat=7, budget=0.05):
 def paired_ratio(ours, theirs, pairs=101, loops=2000):
     """Median over `pairs` of t(ours) / t(theirs), each pair two back-to-back blocks of `loops`
     calls: on a shared machine the load changes between the two sides of a whole-table run,
-    and a ratio of neighbours cancels it."""
+    and a ratio of neighbours cancels it.
+    """
     ours(), theirs()
     ratios = []
     for _ in range(pairs):
@@ -133,7 +134,8 @@ def measure(name, source, kwargs, quick):
 
 def batched(quick, N=1000):
     """Per-sample us of inverse_dynamics on N (n,) states in one (N, n) call (Panda), against a
-    Python loop over pin.rnea on the same states."""
+    Python loop over pin.rnea on the same states.
+    """
     path = ROBOTS / "panda_description/urdf/panda.urdf"
     chain = load_chain(path, tip_link="panda_hand")
     ref = PinReference(path, chain)
@@ -153,7 +155,8 @@ def batched(quick, N=1000):
     one_thread = per_call_us(lambda: newton_euler.inverse_dynamics_rows(*args), repeat=5,
                              budget=budget) / N
     theirs = per_call_us(loop, repeat=5, budget=budget) / N
-    np.testing.assert_allclose(inverse_dynamics(chain, q, qd, qdd)[-1], ref.rnea(q[-1], qd[-1], qdd[-1]),
+    np.testing.assert_allclose(inverse_dynamics(chain, q, qd, qdd)[-1], ref.rnea(q[-1], qd[-1],
+                                                                                 qdd[-1]),
                                atol=1e-8)
     return {"N": N, "n": chain.n, "threads": newton_euler.row_blocks(N), "ours_us_per_sample": ours,
             "one_thread_us_per_sample": one_thread, "pin_loop_us_per_sample": theirs,
@@ -162,7 +165,8 @@ def batched(quick, N=1000):
 
 def trajectory_check(quick):
     """ms to check a 10 s trajectory of the 7-joint default arm (every 10 ms and every
-    waypoint of the demo's 50 Hz sines), as the controller does at acceptance."""
+    waypoint of the demo's 50 Hz sines), as the controller does at acceptance.
+    """
     chain = load_chain(PACKAGE / "urdf" / "default_arm.urdf")
     q0, zero = np.array([0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0]), np.zeros(chain.n)
     trajectory = Trajectory(0.0, (q0, zero, zero), *sine_waypoints(q0, chain.lower, chain.upper))
@@ -175,7 +179,8 @@ def trajectory_check(quick):
 def frame_kinematics(quick):
     """us per call of the tip's pose and Jacobian (one call, frame_pose_and_jacobian) on the
     Panda, against pin.forwardKinematics + updateFramePlacement + computeFrameJacobian from
-    Python on the reduced model (the chain's joints only), same q, same numbers."""
+    Python on the reduced model (the chain's joints only), same q, same numbers.
+    """
     path = ROBOTS / "panda_description/urdf/panda.urdf"
     chain = load_chain(path, tip_link="panda_hand")
     ref = PinReference(path, chain)
@@ -202,7 +207,8 @@ def frame_kinematics(quick):
 
 def panda_states(seed):
     """The Panda (to panda_hand), Pinocchio's reduced model and data of it, and random
-    (q, qd, qdd) in ours and in Pinocchio's coordinates."""
+    (q, qd, qdd) in ours and in Pinocchio's coordinates.
+    """
     path = ROBOTS / "panda_description/urdf/panda.urdf"
     chain = load_chain(path, tip_link="panda_hand")
     ref = PinReference(path, chain)
@@ -215,7 +221,8 @@ def panda_states(seed):
 def per_call(quick):
     """Paired ratios of our calls, written the two ways users write them (`import dyn_control
     as dc; dc.f(...)`, and `from dyn_control import f; f(...)`), against Pinocchio's, on the
-    Panda (7 joints, to panda_hand): inverse_dynamics / pin.rnea, mass_matrix / pin.crba."""
+    Panda (7 joints, to panda_hand): inverse_dynamics / pin.rnea, mass_matrix / pin.crba.
+    """
     import dyn_control as dc
 
     chain, model, data, (q, qd, qdd), (qp, vp, ap) = panda_states(3)
@@ -235,10 +242,11 @@ def per_call(quick):
 
 
 def identification(quick):
-    """Issue 31's benchmark: the joint torque regressor per sample on the Panda against
+    """The identification benchmark: the joint torque regressor per sample on the Panda against
     pin.computeJointTorqueRegressor (the same 70 columns, checked equal first), and the whole
     fit of a 60 s recording at 1 kHz of the default arm (7 joints: the signal chain, the
-    stacked regressor, the weighted least squares and the consistent SDP) in seconds."""
+    stacked regressor, the weighted least squares and the consistent SDP) in seconds.
+    """
     from dyn_control.identification.excitation import optimize
     from dyn_control.identification.fit import BaseParameters, perturbed, regressor
     from dyn_control.identification.offline import identify
@@ -272,7 +280,8 @@ def observer_tick(quick):
     """us per tick of the momentum observer on the Panda (7 joints): its update (p, C^T qd, g in
     one compiled pass, then the filter), and the wrench at the hand (the hand's Jacobian and a
     thresholded pseudo-inverse), against what Pinocchio needs for the same terms from Python:
-    crba, computeCoriolisMatrix and computeGeneralizedGravity (C^T qd checked equal first)."""
+    crba, computeCoriolisMatrix and computeGeneralizedGravity (C^T qd checked equal first).
+    """
     from dyn_control.controller.observer import MomentumObserver, momentum_terms
 
     path = ROBOTS / "panda_description/urdf/panda.urdf"
@@ -299,8 +308,8 @@ def observer_tick(quick):
     # checks (the default parameters, ee_link the hand), at rest under g(q): no contact to say
     # (the same flops as in motion)
     from dyn_control.controller.core import ControllerCore
-    from dyn_control.parameters import CONTROLLER
     from dyn_control.controller.settings import controller_settings
+    from dyn_control.parameters import CONTROLLER
     values = {"ee_link": "panda_hand"}
     core = ControllerCore(controller_settings(
         chain, lambda name: values[name] if name in values else CONTROLLER[name].default))
@@ -318,7 +327,8 @@ def simulator_step(quick):
     off), from Python, zero torque from q = 0.1 at rest; UR5 and xArm7. Damping and friction
     off on both sides, so both do the same work (MuJoCo's RK4 blows up under the xArm7's stiff
     joint damping at step 3; ours takes it implicitly and costs more with friction on). The
-    target reads the paired ratio: single sides wandered 1.3x to 1.9x within the hour."""
+    target reads the paired ratio: single sides wandered 1.3x to 1.9x within the hour.
+    """
     import mujoco
 
     from dyn_control.model.urdf import dynamics_only, read_urdf_text
@@ -399,7 +409,8 @@ def main():
         cells = " | ".join(f"{r['ours_us'][o]:16.2f} us  {r['ratio'][o]:5.2f}" for o in OURS)
         print(f"{r['arm']:20} {r['n']:>3} | {cells}")
     print("\nPinocchio (us): " + "; ".join(
-        f"{r['arm']}: " + ", ".join(f"{t} {r['pinocchio_us'][t]:.2f}" for t in THEIRS) for r in rows))
+        f"{r['arm']}: " + ", ".join(f"{t} {r['pinocchio_us'][t]:.2f}" for t in THEIRS)
+        for r in rows))
 
     chains = [r for r in rows if r["arm"].startswith("chain")]
     fits = {}
@@ -412,7 +423,8 @@ def main():
             print(f"  {fn:17} k = {f['k']:.2f}   a = {f['a_us']:.2f} us   b = {f['b_us']:.4f} us")
 
     batch = batched(args.quick)
-    print(f"\nbatched inverse_dynamics, N = {batch['N']} states of the panda ({batch['n']} joints): "
+    print(f"\nbatched inverse_dynamics, N = {batch['N']} states of the panda "
+          f"({batch['n']} joints): "
           f"{batch['ours_us_per_sample']:.2f} us per sample against "
           f"{batch['pin_loop_us_per_sample']:.2f} us for a Python loop over pin.rnea "
           f"({batch['speedup']:.1f}x, on {batch['threads']} threads; on one thread "
@@ -439,7 +451,8 @@ def main():
           f"{obs['stage_us']:.2f} us")
 
     ident = identification(args.quick)
-    print(f"identification: the joint torque regressor on the panda {ident['regressor_ours_us']:.2f}"
+    print("identification: the joint torque regressor on the panda "
+          f"{ident['regressor_ours_us']:.2f}"
           f" us per sample against {ident['regressor_pinocchio_us']:.2f} us for "
           f"pin.computeJointTorqueRegressor ({ident['regressor_ratio']:.2f}x); the whole fit of a "
           f"60 s recording at 1 kHz of the default arm {ident['fit_60s_at_1khz_s']:.2f} s")

@@ -39,9 +39,9 @@ import time
 
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -161,14 +161,16 @@ def figures(sent, answers, period):
     """Latency of each state (send times, in order) that an effort command answered: the first
     command that arrived after it and before the next state was sent, or, for a state that
     none answered in time, the first after it at all (a late answer). Deadline met: the share
-    of states answered before the next one was sent."""
+    of states answered before the next one was sent.
+    """
     sent, answers = np.array(sent), np.sort(np.array(answers))
     first = np.searchsorted(answers, sent)  # the first answer after each state
     has = first < len(answers)
     latency = (answers[first[has]] - sent[has]) * 1e6
     met = int(np.sum(latency < period * 1e6))
     return {"states": len(sent), "answered": len(latency),
-            "p50_us": float(np.percentile(latency, 50)), "p99_us": float(np.percentile(latency, 99)),
+            "p50_us": float(np.percentile(latency, 50)), "p99_us": float(np.percentile(latency,
+                                                                                       99)),
             "max_us": float(latency.max()), "deadline_met": met / len(sent)}
 
 
@@ -180,7 +182,8 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
             variant=None):
     """One row: relay and controller side by side -> {"relay": figures, "controller": figures},
     and with a variant (VARIANTS), its figures under its name: the same controller with its
-    parameters, in the same turns."""
+    parameters, in the same turns.
+    """
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos}
     controller = {**params, "urdf_file": str(urdf), "state_timeout": 1.0, "mode": mode, **WALLS}
@@ -297,8 +300,10 @@ def print_row(row, header):
         compute = (f"{o.get('compute_p50_us', float('nan')):7.1f} /"
                    f"{o.get('compute_p99_us', float('nan')):7.1f}")
         print(f"{label + suffix:16} {row['rate_hz']:5.0f} | "
-              f"{r['p50_us']:6.0f} /{r['p99_us']:6.0f} /{r['max_us']:7.0f} {100 * r['deadline_met']:7.2f} | "
-              f"{o['p50_us']:6.0f} /{o['p99_us']:6.0f} /{o['max_us']:7.0f} {100 * o['deadline_met']:7.2f} | "
+              f"{r['p50_us']:6.0f} /{r['p99_us']:6.0f} /{r['max_us']:7.0f} "
+              f"{100 * r['deadline_met']:7.2f} | "
+              f"{o['p50_us']:6.0f} /{o['p99_us']:6.0f} /{o['max_us']:7.0f} "
+              f"{100 * o['deadline_met']:7.2f} | "
               f"{o['p50_us'] / r['p50_us']:9.2f} | {compute:>18}", flush=True)
 
 
@@ -306,8 +311,9 @@ def check_targets(rows):
     """At 1 kHz, in each mode and executor: compute p99 < 100 us, the effort command meets at
     least the relay's share of deadlines minus one point, and its p50 latency is within 1.3x
     the relay's; at 500 Hz, 99.9 % of deadlines met; the observer costs at most 10 % of the
-    compute p99 (issue 30: the controller without it in the same row's turns), and the limits at
-    most 10 % in every mode (issue 41: without them, likewise)."""
+    compute p99 (the controller without it in the same row's turns), and the limits at
+    most 10 % in every mode (without them, likewise).
+    """
     print("\ntargets:")
     for row in rows:
         label = f"{row['executor']} {row['mode']} {row['rate_hz']:.0f} Hz"

@@ -39,7 +39,8 @@ TREES = {  # as test_trees.py: path under the robots folder, controlled joints
 
 def module(name, before):
     """The package's module `name`, or `before`, its name in a revision before the library was
-    grouped by job: one script compares both sides."""
+    grouped by job: one script compares both sides.
+    """
     import importlib
     try:
         return importlib.import_module(f"dyn_control.{name}")
@@ -105,7 +106,8 @@ def outputs(chain, rng):
         R, p = kinematics.frame_pose(chain, q, link)
         out[f"frame_pose_{k}"] = np.concatenate([R.ravel(), p])
         for reference in kinematics.REFERENCES:
-            out[f"frame_jacobian_{k}_{reference}"] = kinematics.frame_jacobian(chain, q, link, reference)
+            out[f"frame_jacobian_{k}_{reference}"] = kinematics.frame_jacobian(chain, q, link,
+                                                                               reference)
         for reference in ("local", "local_world_aligned"):
             out[f"frame_classical_acceleration_{k}_{reference}"] = (
                 kinematics.frame_classical_acceleration(chain, q, qd, link, reference))
@@ -122,7 +124,8 @@ def outputs(chain, rng):
                              friction_compensation=compensate, ki=np.full(n, 50.0))
             for step in range(3):
                 tau_law, e, ed = law(q, qd, q_d, qd_d, qdd_d, 1e-3)
-                out[f"law_{mode}_{compensate}_{step}"] = np.concatenate([tau_law, e, ed, law.integral])
+                out[f"law_{mode}_{compensate}_{step}"] = np.concatenate([tau_law, e, ed,
+                                                                         law.integral])
     for operational in (False, True):
         for tips in ([chain.tip_link], list(chain.tip_links)):
             law = CartesianLaw(chain, tips if len(tips) > 1 else tips[0], limits=limits,
@@ -147,7 +150,8 @@ def outputs(chain, rng):
 def ticks(chain, rng):
     """{key: array} of the controller core's commands over 300 ticks in each mode, with a goal
     in the joint modes and a target move in cartesian_impedance, on states of a simulated arm:
-    the whole tick, not the laws alone."""
+    the whole tick, not the laws alone.
+    """
     from conftest import table_values
 
     from dyn_control import kinematics
@@ -165,7 +169,8 @@ def ticks(chain, rng):
         if before_stages is not None:  # a revision before the tick's stages
             core = controller_core.ControllerCore(chain, before_stages(chain, values))
         else:
-            controller_settings = module("controller.settings", "stages.settings").controller_settings
+            controller_settings = module("controller.settings",
+                                         "stages.settings").controller_settings
             core = controller_core.ControllerCore(controller_settings(chain, values))
         q0 = default_initial_positions(chain)
         sim = Simulation(chain, q0, integrator="rk4")

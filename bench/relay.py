@@ -22,7 +22,8 @@ class Relay(Node):
         super().__init__(self.NODE_NAME)
         self.fatal = None
         declare_parameters(self, Table(QOS_RELIABILITY))
-        self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands",
+                                                10)
         self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
         self.create_subscription(JointState, "/joint_states", self._on_state, reliability(self))
 

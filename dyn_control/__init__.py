@@ -13,7 +13,8 @@ point, which must install its signal handlers first) does not load numba.
 import importlib
 
 _EXPORTS = {
-    "Chain": "model.chain", "InertiaWarning": "model.chain", "JointInfo": "model.chain", "PayloadError": "model.chain",
+    "Chain": "model.chain", "InertiaWarning": "model.chain", "JointInfo": "model.chain",
+    "PayloadError": "model.chain",
     "URDFError": "model.chain", "load_chain": "model.chain",
     "inverse_dynamics": "dynamics", "mass_matrix": "dynamics", "bias_forces": "dynamics",
     "gravity_torques": "dynamics", "forward_dynamics": "dynamics",
@@ -24,7 +25,8 @@ __all__ = list(_EXPORTS)
 
 def __getattr__(name):
     """Runs only while `name` is not yet a module attribute: the first use imports it and keeps
-    it here, so that `dc.inverse_dynamics(...)` in a loop costs what a from-import does."""
+    it here, so that `dc.inverse_dynamics(...)` in a loop costs what a from-import does.
+    """
     if name not in _EXPORTS:
         raise AttributeError(f"module 'dyn_control' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

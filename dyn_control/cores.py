@@ -16,7 +16,8 @@ REPORT_EVERY = 5.0  # s of the core's time (state or simulated) between two figu
 
 class Events:
     """What a person should read, as (level, text, throttle): a core appends, its node drains
-    and logs (from different threads: a deque's append and popleft are atomic)."""
+    and logs (from different threads: a deque's append and popleft are atomic).
+    """
 
     def __init__(self):
         self.events = deque()
@@ -32,7 +33,8 @@ class Events:
 class JointSettings:
     """A node's parameters, read by value(name), as per-joint arrays in chain order: values come
     in `joints` order, order[i] being the chain index of the i-th (None: chain order).
-    ValueError names the parameter and the value."""
+    ValueError names the parameter and the value.
+    """
 
     def __init__(self, chain, value, order=None):
         self.n, self.value = chain.n, value

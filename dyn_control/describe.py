@@ -1,6 +1,7 @@
 """Print the chain or tree dyn_control builds from a URDF, and what is wrong with the URDF.
 
-    python -m dyn_control.describe ARM.urdf [--root LINK] [--tip LINK[,LINK...]] [--joints J1,J2,...]
+    python -m dyn_control.describe ARM.urdf [--root LINK] [--tip LINK[,LINK...]] [--joints
+    J1,J2,...]
 
 The table shows, per controlled joint in body order: its parent joint (the tree's shape), type,
 unit axis (joint frame), the mass lumped into its body with the links that went into it, the
@@ -21,8 +22,13 @@ import warnings
 import numpy as np
 
 from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain
-from dyn_control.sim.simulation import (DEFAULT_DT, default_initial_positions, gravity_overloads,
-                         stiff_joints, zero_pose)
+from dyn_control.sim.simulation import (
+    DEFAULT_DT,
+    default_initial_positions,
+    gravity_overloads,
+    stiff_joints,
+    zero_pose,
+)
 
 
 def _num(x):
@@ -31,7 +37,8 @@ def _num(x):
 
 def format_chain(chain, dt=DEFAULT_DT) -> str:
     """The chain as a text table, followed by the validity findings and the joints whose
-    damping is stiff at the simulation step dt (s)."""
+    damping is stiff at the simulation step dt (s).
+    """
     head = ("joint", "parent", "type", "axis", "mass kg", "COM m (body frame)", "lower", "upper",
             "effort", "velocity")
     rows = []
@@ -79,7 +86,8 @@ def format_chain(chain, dt=DEFAULT_DT) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dyn_control.describe", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dyn_control.describe",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("urdf", help="URDF or .xacro file")
     parser.add_argument("--root", help="root link of the chain (default: URDF root)")
     parser.add_argument("--tip", help="tip link, or comma-separated tips of a tree (default: end "

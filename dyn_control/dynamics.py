@@ -39,7 +39,8 @@ def as_vector(chain, x, name):
 def _plain(chain, q, qd, x):
     """Whether q, qd and x are float64 arrays of shape (n,), the control loop's case: they go to
     the kernels as they are. One chained test: three as_vector calls cost more than the kernel's
-    own work on a small arm."""
+    own work on a small arm.
+    """
     try:
         return (q.dtype is qd.dtype is x.dtype is _F64
                 and q.shape == qd.shape == x.shape == chain.vector_shape)
@@ -127,7 +128,8 @@ def gravity_torques(chain, q, gravity=None):
 
 def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
     """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve (M by the
-    composite-rigid-body pass)."""
+    composite-rigid-body pass).
+    """
     f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
     qdd = np.empty(chain.n)
     mass.forward_dynamics(*_model(chain, gravity), *chain.workspace().arrays,

@@ -44,7 +44,8 @@ def frame_pose(chain, q, link=None):
 
 def frame_jacobian(chain, q, link=None, reference="local_world_aligned"):
     """J (6, n): the spatial velocity of `link` per joint rate, in `reference` (module
-    docstring). A joint that does not move the link has a zero column."""
+    docstring). A joint that does not move the link has a zero column.
+    """
     return frame_pose_and_jacobian(chain, q, link, reference)[2]
 
 
@@ -60,25 +61,29 @@ def frame_pose_and_jacobian(chain, q, link=None, reference="local_world_aligned"
 def frame_classical_acceleration(chain, q, qd, link=None, reference="local_world_aligned"):
     """J-dot qd (6,): the classical acceleration of `link`'s origin and its angular
     acceleration when qdd = 0, gravity off, in base axes ("local_world_aligned") or the link's
-    ("local"). Pinocchio's getFrameClassicalAcceleration at qdd = 0."""
+    ("local"). Pinocchio's getFrameClassicalAcceleration at qdd = 0.
+    """
     if reference not in ("local", "local_world_aligned"):
         raise ValueError(f"reference must be local or local_world_aligned, got {reference!r}")
     body, R_off, p_off = _frame(chain, link)
     out, R, p = np.empty(6), np.empty((3, 3)), np.empty(3)
     frames.frame_acceleration(*chain.workspace().args, as_vector(chain, q, "q"),
                               as_vector(chain, qd, "qd"), body, R_off, p_off, R, p, out)
-    return out if reference == "local_world_aligned" else np.concatenate([R.T @ out[:3], R.T @ out[3:]])
+    return out if reference == "local_world_aligned" else np.concatenate([R.T @ out[:3],
+                                                                          R.T @ out[3:]])
 
 
 def rotation_log(R):
     """Rotation matrix (3, 3) -> rotation vector (3,) rad: the log map of SO(3), angle in
-    [0, pi] times the unit axis."""
+    [0, pi] times the unit axis.
+    """
     return np.array(so3.rotation_log(np.ascontiguousarray(R, dtype=float)))
 
 
 def rotation_exp(w):
     """Rotation vector (3,) rad -> rotation matrix (3, 3) (Rodrigues): the inverse of
-    rotation_log."""
+    rotation_log.
+    """
     w = np.asarray(w, dtype=float)
     angle = np.linalg.norm(w)
     K = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
@@ -97,7 +102,8 @@ def quaternion_matrix(x, y, z, w):
 
 def matrix_quaternion(R):
     """Rotation matrix (3, 3) -> unit quaternion (x, y, z, w), w >= 0 (Shepperd: from the
-    largest of the four squared components, for accuracy at any angle)."""
+    largest of the four squared components, for accuracy at any angle).
+    """
     t = R[0, 0] + R[1, 1] + R[2, 2]
     if t > 0:
         s = 2 * np.sqrt(1 + t)
@@ -116,14 +122,16 @@ def matrix_quaternion(R):
 
 def manipulability(J):
     """Yoshikawa's measure sqrt(det(J J^T)) of a Jacobian (m, n) (sqrt(det(J^T J)) for
-    n < m): 0 at a singular pose."""
+    n < m): 0 at a singular pose.
+    """
     A = J @ J.T if J.shape[1] >= J.shape[0] else J.T @ J
     return float(np.sqrt(max(np.linalg.det(A), 0.0)))
 
 
 def damped_inverse(A, damping=SINGULARITY_DAMPING):
     """The damped least-squares inverse of a symmetric positive semi-definite matrix (m, m):
-    each eigenvalue s becomes s / (s^2 + damping^2); damping 0: the pseudo-inverse."""
+    each eigenvalue s becomes s / (s^2 + damping^2); damping 0: the pseudo-inverse.
+    """
     A = np.ascontiguousarray(A, dtype=float)
     return linalg.damped_inverse(0.5 * (A + A.T), float(damping), np.empty_like(A))
 
@@ -135,7 +143,8 @@ def _factor(chain, q):
 
 def operational_space_inertia(chain, q, link=None, damping=SINGULARITY_DAMPING):
     """Lambda (6, 6) = (J M^-1 J^T)^-1 of `link` (J local_world_aligned), kg and kg m^2, by the
-    damped inverse: bounded near a singular pose, and for arms of fewer than 6 joints."""
+    damped inverse: bounded near a singular pose, and for arms of fewer than 6 joints.
+    """
     J = frame_jacobian(chain, q, link)
     return linalg.operational_space(_factor(chain, q), J, float(damping))[1]
 
@@ -143,7 +152,8 @@ def operational_space_inertia(chain, q, link=None, damping=SINGULARITY_DAMPING):
 def dynamically_consistent_inverse(chain, q, link=None, damping=SINGULARITY_DAMPING):
     """J-bar (n, 6) = M^-1 J^T Lambda: the generalized inverse of J that leaves the task's
     acceleration alone. N = I - J-bar J projects torques as N^T tau into the task's
-    nullspace."""
+    nullspace.
+    """
     J = frame_jacobian(chain, q, link)
     MinvJt, Lam, _, _ = linalg.operational_space(_factor(chain, q), J, float(damping))
     return MinvJt @ Lam

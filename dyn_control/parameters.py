@@ -12,10 +12,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dyn_control.controller import barriers
-from dyn_control.controller.cartesian import (CARTESIAN_IMPEDANCE, DEFAULT_MAX_POSE_ERROR,
-                        DEFAULT_NULLSPACE_STIFFNESS, DEFAULT_STIFFNESS)
-from dyn_control.controller.laws import (DEFAULT_FRICTION_DEADBAND, DEFAULT_INTEGRAL_LIMIT, DEFAULT_KP,
-                      DEFAULT_PERIOD, EFFORT_RISE, MODES, TEACH)
+from dyn_control.controller.cartesian import (
+    CARTESIAN_IMPEDANCE,
+    DEFAULT_MAX_POSE_ERROR,
+    DEFAULT_NULLSPACE_STIFFNESS,
+    DEFAULT_STIFFNESS,
+)
+from dyn_control.controller.laws import (
+    DEFAULT_FRICTION_DEADBAND,
+    DEFAULT_INTEGRAL_LIMIT,
+    DEFAULT_KP,
+    DEFAULT_PERIOD,
+    EFFORT_RISE,
+    MODES,
+    TEACH,
+)
 from dyn_control.sim.simulation import DEFAULT_DT, INTEGRATORS
 
 EXECUTORS = ("single_threaded", "multi_threaded", "events")
@@ -31,7 +42,8 @@ class Param:
     or with `any_type` a list of them; a boolean or a string is refused, never read as 1.0
     (default: whether the default is a number; None is unset). A name with `<joint>` in it
     stands for one parameter per controlled joint (JTC's `constraints.<joint>.goal`), declared
-    once the joints are known (Table.for_joints)."""
+    once the joints are known (Table.for_joints).
+    """
 
     name: str
     default: object
@@ -53,7 +65,8 @@ class Param:
 
     def check(self, value, name=None):
         """ValueError naming the parameter (`name`: one a per-joint entry stands for) and the
-        value, or None."""
+        value, or None.
+        """
         name = name or self.name
         if self.number:
             self._check_number(value, name)
@@ -103,7 +116,8 @@ class Table:
     def __init__(self, *params):
         self.params = {p.name: p for p in params}
         # a per-joint entry matches its names: constraints.<joint>.goal -> constraints.X.goal
-        self._per_joint = [(re.compile(re.escape(p.name).replace(re.escape(JOINT), "[^.]+") + "$"), p)
+        self._per_joint = [(re.compile(re.escape(p.name).replace(re.escape(JOINT), "[^.]+") + "$"),
+                            p)
                            for p in params if JOINT in p.name]
 
     def __iter__(self):
@@ -139,7 +153,8 @@ class Table:
 
     def markdown(self, params=None):
         """The markdown table of `params` (default: all of the table) in docs/parameters.md:
-        parameter, default, whether `ros2 param set` can change it, meaning."""
+        parameter, default, whether `ros2 param set` can change it, meaning.
+        """
         rows = ["| parameter | default | run time | meaning |", "|---|---|---|---|"]
         for p in self.params.values() if params is None else params:
             default = p.shown_default if p.shown_default is not None else (
@@ -162,12 +177,14 @@ MODEL = (
           shown_default="URDF root"),
     Param("tip_link", "", "chain end (see `load_chain`)", run_time=False,
           shown_default="end of the longest path"),
-    QOS_RELIABILITY := Param("qos_reliability", "reliable", "QoS of `/joint_states` and the effort commands: "
+    QOS_RELIABILITY := Param("qos_reliability", "reliable",
+                             "QoS of `/joint_states` and the effort commands: "
           "`reliable` or `best_effort` (for lossy links); depth 1, so a late tick uses the newest "
           "message", run_time=False, choices=("reliable", "best_effort")),
     EXECUTOR := Param("executor", "events", "rclpy executor: `events` "
                       "(rclpy.experimental.EventsExecutor), `single_threaded` or "
-                      "`multi_threaded` ([measured](benchmarks.md#the-executors-compared))", run_time=False,
+                      "`multi_threaded` ([measured](benchmarks.md#the-executors-compared))",
+                      run_time=False,
                       choices=EXECUTORS),
 )
 
@@ -180,7 +197,8 @@ PAYLOAD = (
     Param("payload_link", "", "the link that carries it", shown_default='"" = tip link'),
 )
 
-# Trajectory goals, with joint_trajectory_controller's names and defaults (dyn_control.controller.goals)
+# Trajectory goals, with joint_trajectory_controller's names and defaults
+# (dyn_control.controller.goals)
 GOALS = (
     Param("interpolate_from_desired_state", False, "true: a new trajectory starts from the "
           "current desired state; false (as JTC): from the measured state"),
@@ -204,7 +222,8 @@ GOALS = (
           "at the end; 0 = not checked", low=0.0, any_type=True),
 )
 
-# The cartesian_impedance mode (dyn_control.controller.cartesian); per-joint values in `joints` order
+# The cartesian_impedance mode (dyn_control.controller.cartesian); per-joint values in `joints`
+# order
 CARTESIAN = (
     Param("ee_link", "", "the link whose pose the mode controls: any link the chain moves",
           shown_default='"" = tip link'),
@@ -237,8 +256,8 @@ CARTESIAN = (
           "0 = off", low=0.0, any_type=True),
 )
 
-# Contact: the momentum observer (dyn_control.controller.observer) and Franka's two levels of detection
-# (dyn_control.controller.contact); per-joint values in `joints` order
+# Contact: the momentum observer (dyn_control.controller.observer) and Franka's two levels of
+# detection (dyn_control.controller.contact); per-joint values in `joints` order
 CONTACT = (
     Param("external_torque.enabled", True, "estimate the external joint torques and the wrench "
           "at each ee_link from the model (momentum observer), and detect collisions",
@@ -266,8 +285,8 @@ CONTACT = (
           "joint's inertia", low=0.0, any_type=True),
 )
 
-# The guard stage (dyn_control.controller.barriers, controller.guard): in every mode; per-joint values in
-# `joints` order
+# The guard stage (dyn_control.controller.barriers, controller.guard): in every mode; per-joint
+# values in `joints` order
 LIMITS = (
     Param("limits.enabled", True, "barriers at the joint limits, damping near the velocity "
           "limits (over them: a fault, the arm holds), walls around each ee_link"),
@@ -364,7 +383,8 @@ SIMULATOR = Table(
           "10 % of the range inside each limit; where the effort limits cannot hold that "
           "against gravity, the nearest pose that needs at most 80 % of each"),
     Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
-          "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False, low=0.0, high=0.1, open_low=True),
+          "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False,
+          low=0.0, high=0.1, open_low=True),
     Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",
           run_time=False, choices=INTEGRATORS),
     Param("substeps", 1, "physics steps per `dt`, the effort held over them: a finer passive "
@@ -375,7 +395,8 @@ SIMULATOR = Table(
     Param("publish_clock", False, "publish /clock for nodes with `use_sim_time`", run_time=False,
           shown_default="false (true in config)"),
     Param("synchronous", True, "wait for the command that answers each published state, then "
-          "step ([synchronous](simulator.md#synchronous-and-free-running)); false: free running", run_time=False),
+          "step ([synchronous](simulator.md#synchronous-and-free-running)); false: free running",
+          run_time=False),
     Param("sync_timeout", 0.1, "wall s to wait for that answer before stepping on the last "
           "command (a missed deadline)", run_time=False, low=0.0, open_low=True),
     Param("real_time_factor", 1.0, "at most this many simulated s per wall s; 0 runs as fast as "
@@ -394,12 +415,13 @@ SIMULATOR = Table(
     Param("command_type", "float64_multi_array", "`float64_multi_array`: effort commands on "
           "`/effort_controller/commands`, states on `/joint_states`; `joint_state`: the peer of "
           "ros2_control's topic-based hardware (JointStateTopicSystem), efforts by name on "
-          "`/robot_joint_commands`, states on `/robot_joint_states`, free running ([ros2_control.md](ros2_control.md))",
+          "`/robot_joint_commands`, states on `/robot_joint_states`, free running "
+          "([ros2_control.md](ros2_control.md))",
           run_time=False, choices=("float64_multi_array", "joint_state")),
     *(Param(p.name, p.default, p.description + " (the load the simulated arm carries: tests put "
             "one here that the controller does not know)" if p.name == "payload_mass" else
             p.description, any_type=p.any_type, shown_default=p.shown_default) for p in PAYLOAD),
-    # a real arm's sensors, to try identification against (issue 31): white, Gaussian, on what
+    # a real arm's sensors, to try identification against: white, Gaussian, on what
     # is published only (the physics runs on the true state)
     Param("noise.position", 0.0, "rad or m, standard deviation of the noise on the published "
           "positions (0: none)", run_time=False, low=0.0),
@@ -432,8 +454,9 @@ IDENTIFY = Table(
           shown_default="urdf_file's file name, else arm"),
     Param("period", 10.0, "s, the excitation's fundamental period", run_time=False, low=1.0),
     Param("periods", 6, "whole periods recorded of each run: a minute, over which 1 % effort "
-          "noise averages out (with issue 31's noise, 2 periods left the identified arm at 2.1 to "
-          "2.8x the true URDF's tracking error, 6 at 1.5 to 1.9x)", run_time=False, low=1.0),
+          "noise averages out (with the identification tests' noise, 2 periods left the "
+          "identified arm at 2.1 to 2.8x the true URDF's tracking error, 6 at 1.5 to 1.9x)",
+          run_time=False, low=1.0),
     Param("harmonics", 5, "harmonics of the Fourier series per joint", run_time=False, low=2.0),
     Param("seed", 0, "seed of the excitation's optimization (the validation run uses seed + 1)",
           run_time=False, low=0.0),
@@ -469,7 +492,8 @@ def unset(value):
 
 def payload_model(chain, value):
     """chain.with_payload from the payload parameters, read by value(name); PayloadError (a
-    ValueError) names the bad one."""
+    ValueError) names the bad one.
+    """
     return chain.with_payload(value("payload_mass"), value("payload_com"),
                               value("payload_inertia"), value("payload_link") or None)
 
@@ -494,7 +518,7 @@ def parameters_page():
     return ("# Parameters\n\n"
             "Generated from `dyn_control/parameters.py`, the tables that declare and check every\n"
             "parameter, by `python -m dyn_control.parameters > docs/parameters.md`; a test keeps\n"
-            "this page equal to them. \"run time: yes\": `ros2 param set` can change it on a\n"
+            'this page equal to them. "run time: yes": `ros2 param set` can change it on a\n'
             "running node, checked as at start-up.\n" + sections)
 
 

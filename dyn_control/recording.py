@@ -2,7 +2,8 @@
 identification, and every topic of a demo run (harness/bag.py). Written from the raw messages a
 node receives, as `ros2 bag record` stores them; read back with no ROS install, so that a fit
 can be rerun from the file alone. Any ROS tool opens the file (`ros2 bag info`, PlotJuggler,
-Foxglove)."""
+Foxglove).
+"""
 
 import pathlib
 
@@ -11,7 +12,8 @@ import numpy as np
 TOPIC, MSGTYPE = "/joint_states", "sensor_msgs/msg/JointState"
 
 
-def _typestore():
+def typestore():
+    """The rosbags typestore of ROS 2 Kilted's messages, what the bags here are written with."""
     from rosbags.typesys import Stores, get_typestore
     return get_typestore(Stores.ROS2_KILTED)
 
@@ -20,7 +22,8 @@ class BagWriter:
     """A new rosbag2 folder at `path`. `add(topic, msgtype, qos)` opens a connection (qos: the
     publisher's QoS for the metadata, `qos_profile`); `write(ns, cdr, connection)` stores a
     serialized message at a time (ns; default connection: the one made with the bag, `topic`,
-    a JointState); `close()` ends the file."""
+    a JointState); `close()` ends the file.
+    """
 
     def __init__(self, path, topic=TOPIC):
         from rosbags.rosbag2 import StoragePlugin, Writer
@@ -30,7 +33,7 @@ class BagWriter:
         self.connection = self.add(topic, MSGTYPE) if topic else None
 
     def add(self, topic, msgtype, qos=None):
-        return self.writer.add_connection(topic, msgtype, typestore=_typestore(),
+        return self.writer.add_connection(topic, msgtype, typestore=typestore(),
                                           offered_qos_profiles=[qos] if qos else ())
 
     def write(self, ns, cdr, connection=None):
@@ -42,9 +45,16 @@ class BagWriter:
 
 def qos_profile(reliable=True, transient_local=False, depth=10):
     """The rosbag2 metadata form of a publisher's QoS (keep last `depth`, automatic liveliness,
-    no deadline or lifespan: what our nodes and robot_state_publisher offer)."""
-    from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
-                                    QosReliability, QosTime)
+    no deadline or lifespan: what our nodes and robot_state_publisher offer).
+    """
+    from rosbags.interfaces import (
+        Qos,
+        QosDurability,
+        QosHistory,
+        QosLiveliness,
+        QosReliability,
+        QosTime,
+    )
     zero = QosTime(0, 0)
     return Qos(QosHistory.KEEP_LAST, int(depth),
                QosReliability.RELIABLE if reliable else QosReliability.BEST_EFFORT,
@@ -54,8 +64,9 @@ def qos_profile(reliable=True, transient_local=False, depth=10):
 
 def write_states(path, t, names, q, qd, effort, topic=TOPIC):
     """A bag of JointState messages stamped t (s) with q, qd, effort (m, n) for `names`; the
-    messages serialized by rosbags (no ROS install needed): for tests and converted logs."""
-    store = _typestore()
+    messages serialized by rosbags (no ROS install needed): for tests and converted logs.
+    """
+    store = typestore()
     types = store.types
     msg_type, header, stamp = (types[MSGTYPE], types["std_msgs/msg/Header"],
                                types["builtin_interfaces/msg/Time"])
@@ -78,19 +89,20 @@ def _open(path):
     try:
         reader = Reader(pathlib.Path(path))
         reader.open()
-    except Exception as err:  # rosbags raises its own types for a missing or bad file
+    except Exception as err:  # noqa: BLE001 (rosbags raises its own types for a bad file)
         raise ValueError(f"cannot read the recording {str(path)!r}: {err}") from None
     return reader
 
 
 def state_names(path, topic=TOPIC):
     """The joint names of the first JointState on `topic` in the bag at `path`; ValueError, one
-    line, as read_states."""
+    line, as read_states.
+    """
     reader = _open(path)
     try:
         connections = [c for c in reader.connections if c.topic == topic]
         for connection, _, raw in reader.messages(connections=connections):
-            return list(_typestore().deserialize_cdr(raw, connection.msgtype).name)
+            return list(typestore().deserialize_cdr(raw, connection.msgtype).name)
     finally:
         reader.close()
     raise ValueError(f"the recording {str(path)!r} has no message on {topic}")
@@ -100,15 +112,16 @@ def read_states(path, names, topic=TOPIC):
     """(t (m,), q, qd, effort (m, n)) of the JointState messages on `topic` in the bag at
     `path`, columns in `names`' order, t from the messages' stamps. ValueError, one line, when
     the file is not a bag, has no such topic, or a message lacks one of the joints (or its
-    velocity or effort)."""
-    store = _typestore()
+    velocity or effort).
+    """
+    store = typestore()
     reader = _open(path)
     try:
         connections = [c for c in reader.connections if c.topic == topic]
         if not connections:
             raise ValueError(f"the recording {str(path)!r} has no {topic} (topics: "
                              f"{', '.join(sorted({c.topic for c in reader.connections}))})")
-        rows, index = [], None
+        rows, index, order = [], None, None
         for connection, _, raw in reader.messages(connections=connections):
             msg = store.deserialize_cdr(raw, connection.msgtype)
             if index is None or list(msg.name) != order:

@@ -1,5 +1,6 @@
 """A node of the test harness that spins in a thread of its own, so the test thread can wait on
-what it records (rclpy initialised by the caller)."""
+what it records (rclpy initialised by the caller).
+"""
 
 import threading
 
@@ -10,7 +11,8 @@ from rclpy.node import Node
 
 class BackgroundNode(Node):
     """Create the subscriptions and publishers, then call start(); close() stops and destroys
-    it. `lock` guards what the callbacks record."""
+    it. `lock` guards what the callbacks record.
+    """
 
     def __init__(self, name):
         super().__init__(name)
@@ -28,7 +30,8 @@ class BackgroundNode(Node):
         calls that race the spinning executor: rclpy 9.1.2's ActionClient.send_goal_async
         registers the future it returns after the request is out and outside its lock, so a
         response handled in between completes another future, and the returned one never does.
-        In the spinning thread, the response can only be taken at a later spin."""
+        In the spinning thread, the response can only be taken at a later spin.
+        """
         return self._executor.create_task(fn)
 
     def _spin(self):

@@ -18,15 +18,15 @@ are the same messages.
 import pathlib
 import time
 
+from geometry_msgs.msg import PoseStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from geometry_msgs.msg import PoseStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from dyn_control.kinematics import matrix_quaternion
-from dyn_control.recording import BagWriter, _typestore, qos_profile
+from dyn_control.recording import BagWriter, qos_profile, typestore
 from harness.transforms import JointTransforms
 
 CONTROLLER = "/computed_torque_controller"
@@ -40,7 +40,8 @@ MSGTYPES = {JointState: "sensor_msgs/msg/JointState", Clock: "rosgraph_msgs/msg/
 
 def cartesian_topics(ee_links=None, names=("current_pose", "target_pose")):
     """A Cartesian run's topics: the loop's and the controller's poses, ~/current_pose and
-    ~/target_pose (`names`: those the run has), or ~/<link>/... of each of several ee_links."""
+    ~/target_pose (`names`: those the run has), or ~/<link>/... of each of several ee_links.
+    """
     prefixes = [f"{CONTROLLER}/{link}" for link in ee_links] if ee_links else [CONTROLLER]
     return {**LOOP, **{f"{prefix}/{name}": PoseStamped for prefix in prefixes
                        for name in names}}
@@ -51,14 +52,15 @@ class BagTap:
     """Raw subscriptions of `node` to `topics` (topic -> message class; default TOPICS, a
     joint-space run's); `write(path)` makes the bag (module docstring) from the URDF text the
     run used. readers: topic -> the recorder's callback(message), called as a typed
-    subscription would call it. `counts`: messages received per topic."""
+    subscription would call it. `counts`: messages received per topic.
+    """
 
     def __init__(self, node, urdf_text, readers=None, topics=None):
         self.node, self.urdf_text = node, urdf_text
         self.topics = TOPICS if topics is None else topics
         self.rows = []  # (ns, topic, raw bytes), in arrival order
         self.qos = {}  # topic -> rosbags Qos of its publisher
-        self.counts = {topic: 0 for topic in self.topics}
+        self.counts = dict.fromkeys(self.topics, 0)
         self.now_ns = 0
         for topic, kind in self.topics.items():
             self._subscribe(kind, topic, (readers or {}).get(topic))
@@ -87,7 +89,7 @@ class BagTap:
 
     def write(self, path):
         """The bag at `path` (a new folder); -> its message count per topic."""
-        store = _typestore()
+        store = typestore()
         types = store.types
         transforms = JointTransforms(self.urdf_text)
         bag = BagWriter(path, topic=None)
@@ -139,14 +141,16 @@ def tf_message(types, transforms, stamp):
     when = Time(sec=stamp.sec, nanosec=stamp.nanosec)
     return types["tf2_msgs/msg/TFMessage"](transforms=[
         Stamped(header=Header(stamp=when, frame_id=parent), child_frame_id=child,
-                transform=Transform(translation=Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                transform=Transform(translation=Vector3(x=float(p[0]), y=float(p[1]),
+                                                        z=float(p[2])),
                                     rotation=Quaternion(*matrix_quaternion(R))))
         for parent, child, R, p in transforms])
 
 
 def run_folder(out, arm, mode=None):
     """out/<arm>[_<mode>]_<local time>: a new folder name per run, as ros2 bag record makes;
-    arm: a name in urdf/ or a URDF path."""
+    arm: a name in urdf/ or a URDF path.
+    """
     from .processes import arm_name
     name = f"{arm_name(arm)}_{mode}" if mode else arm_name(arm)
     return pathlib.Path(out) / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}"
@@ -159,4 +163,5 @@ def logs_folder(bag):
 
 def summary(bag, counts):
     """The demo's line on where its bag is."""
-    return f"run recorded as a rosbag2 in {bag}/ ({sum(counts.values())} messages; ros2 bag info {bag})"
+    return (f"run recorded as a rosbag2 in {bag}/ ({sum(counts.values())} messages; "
+            f"ros2 bag info {bag})")

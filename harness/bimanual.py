@@ -1,6 +1,7 @@
 """Both hands of a tree in cartesian_impedance, as `make demo ARM=dual_arm MODE=cartesian` runs
 it: the simulator and the controller as separate processes (config/*.yaml and the arm's own
-file, whose ee_links name the hands), synchronous on simulation time, and a client here that
+file, whose ee_links name the hands), synchronous on simulation time, and a client here
+that does this.
 
 1. holds both hands `settle` s, then lifts the torso through the nullspace posture
    (~/target_joint, a quintic up by `lift` m over `lift_time` s) and holds it, while both hands
@@ -28,7 +29,8 @@ def arm_ee_links(arm_configs):
     import yaml
     for path in arm_configs:
         params = yaml.safe_load(path.read_text()) or {}
-        links = params.get("computed_torque_controller", {}).get("ros__parameters", {}).get("ee_links")
+        links = params.get("computed_torque_controller", {}).get("ros__parameters",
+                                                                 {}).get("ee_links")
         if links and len(links) > 1:
             return list(links)
     return []
@@ -44,7 +46,8 @@ def _client(hands, lift_joint, urdf_text=None):
 
     class Client(BackgroundNode):
         """Records both hands' ~/<link>/current_pose and the lift joint; publishes the posture
-        and the push. Spun in a background thread."""
+        and the push. Spun in a background thread.
+        """
 
         def __init__(self):
             super().__init__("bimanual_demo_client")
@@ -55,7 +58,8 @@ def _client(hands, lift_joint, urdf_text=None):
                                          lambda m, link=link: self._pose(link, m), 100)
             self.create_subscription(JointState, "/joint_states", self._state, 10)
             self.posture = self.create_publisher(JointState, f"{CONTROLLER}/target_joint", 10)
-            self.push_pub = self.create_publisher(WrenchStamped, "/dynamics_simulator/external_wrench", 10)
+            self.push_pub = self.create_publisher(WrenchStamped,
+                                                  "/dynamics_simulator/external_wrench", 10)
             self.tap = None
             if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
                 from .bag import BagTap, cartesian_topics
@@ -105,7 +109,8 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
                   timeout=90.0, bag=None):
     """Run it; -> dict: hands {link: (t (k,), p (k, 3))}, lift (t, q), phases (sim s: lift,
     lift_end, push, push_end), the links, force, exit codes and logs. bag: a new folder to
-    write the run to as a rosbag2 (harness.bag)."""
+    write the run to as a rosbag2 (harness.bag).
+    """
     import rclpy
 
     from dyn_control.model.urdf import read_urdf_text
@@ -118,7 +123,8 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     env = processes.loop_env()
     common = {"urdf_file": str(urdf)}
-    nodes = [processes.NodeProcess("dynamics_simulator", [processes.config("simulator"), *arm_configs],
+    nodes = [processes.NodeProcess("dynamics_simulator", [processes.config("simulator"),
+                                                          *arm_configs],
                                    common, log_dir=log_dir, env=env)]
     nodes.append(processes.NodeProcess(
         "computed_torque_controller", [processes.config("controller"), *arm_configs],
@@ -133,7 +139,8 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
                 if not node.running():
                     raise RuntimeError(f"{node.name} exited: {node.log()[-2000:]}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"no ~/<link>/current_pose within {timeout} s; logs in {log_dir}")
+                raise TimeoutError(
+                    f"no ~/<link>/current_pose within {timeout} s; logs in {log_dir}")
             time.sleep(0.05)
         client.wait_sim(settle)
         phases["lift"], start = client.now()
@@ -167,7 +174,8 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
 def bimanual_figures(result, stiffness=500.0):
     """How far each hand strayed from where it was held while the torso lifted (m), how far the
     torso lifted (m), and the pushed hand's displacement against F/K (m, per axis) with the
-    other hand's (m); stiffness: N/m, the hands' translational K."""
+    other hand's (m); stiffness: N/m, the hands' translational K.
+    """
     ph = result["phases"]
 
     def mean(link, t0, t1):
@@ -197,7 +205,8 @@ def bimanual_main(arm, out, domain):
     result = bimanual_loop(arm, logs_folder(bag), domain, bag=bag)
     f = bimanual_figures(result)
     print(f"\ntorso lifted {f['lifted_m'] * 1e3:.1f} mm through the nullspace posture; the hands "
-          "strayed at most " + ", ".join(f"{link} {v * 1e3:.3f} mm" for link, v in f["strayed_m"].items())
+          "strayed at most " + ", ".join(f"{link} {v * 1e3:.3f} mm" for link,
+                                         v in f["strayed_m"].items())
           + " from where they were held")
     print(f"push of {result['force'].tolist()} N on {result['links'][0]}: it moved "
           f"{np.round(f['push_displacement_m'] * 1e3, 3).tolist()} mm against F/K "

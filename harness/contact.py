@@ -28,13 +28,12 @@ CONTROLLER, SIMULATOR = "/computed_torque_controller", "/dynamics_simulator"
 def _recorder(urdf_text=None):
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
+    from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
     from std_srvs.srv import Trigger
 
     from dyn_control.nodes import messages
     from dyn_control.nodes.diagnostics import read_diagnostics
-
-    from rosgraph_msgs.msg import Clock
 
     from .background import BackgroundNode
 
@@ -44,7 +43,8 @@ def _recorder(urdf_text=None):
         controller, not for the recorder, whose 1 kHz topics a loaded machine leaves seconds
         behind (pushes timed from its latest state landed after the goal had ended, and the
         reset's answer queued behind them). /clock is kept one deep: its latest, never a
-        backlog."""
+        backlog.
+        """
 
         def __init__(self):
             super().__init__("contact_demo_pacer")
@@ -89,7 +89,8 @@ def _recorder(urdf_text=None):
                     ("states", JointState, "/joint_states", lambda m: np.array(m.position)),
                     ("estimate", JointState, f"{CONTROLLER}/external_joint_torques",
                      lambda m: np.array(m.effort)),
-                    ("wrench", WrenchStamped, f"{CONTROLLER}/external_wrench_in_base_frame", wrench),
+                    ("wrench", WrenchStamped, f"{CONTROLLER}/external_wrench_in_base_frame",
+                     wrench),
                     ("truth", JointState, f"{SIMULATOR}/applied_external_joint_torques",
                      lambda m: np.array(m.effort))):
                 if urdf_text is not None and topic == "/joint_states":
@@ -156,7 +157,8 @@ def _until(condition, nodes, timeout, what):
 
 def contact_loop(arm, out, domain, timeout=120.0, bag=None):
     """Run the scenario of the module docstring; return what was recorded and the phases.
-    bag: a new folder to write the run to as a rosbag2 (harness.bag)."""
+    bag: a new folder to write the run to as a rosbag2 (harness.bag).
+    """
     import os
 
     import rclpy
@@ -211,7 +213,8 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
 def pushes(tt, truth):
     """(first, last stamp) of the push and of the collision push in the truth, told apart by
     size (the collision's joint torques are the larger: over 15 N m). A loaded machine's
-    recording can miss truth messages, so gaps in time do not separate them."""
+    recording can miss truth messages, so gaps in time do not separate them.
+    """
     big = np.abs(truth).max(axis=1)
     push, collision = tt[(big > 0) & (big <= 15.0)], tt[big > 15.0]
     return (push[0], push[-1]), (collision[0], collision[-1])

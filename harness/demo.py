@@ -28,8 +28,14 @@ import numpy as np
 from . import processes
 from .bag import logs_folder, run_folder, summary
 from .loop import cartesian_loop, closed_loop
-from .metrics import (CONTROLLER_LINE, DEMO_LINE, SIMULATOR_LINE, cartesian_figures,
-                      status_line, tracking_figures)
+from .metrics import (
+    CONTROLLER_LINE,
+    DEMO_LINE,
+    SIMULATOR_LINE,
+    cartesian_figures,
+    status_line,
+    tracking_figures,
+)
 from .plots import plot, plot_cartesian
 
 
@@ -51,7 +57,8 @@ def cartesian_main(args, out, domain):
           f"{f['orientation_max_rad'] * 1e3:.2f} mrad")
     print(f"push of {force} N: displacement from the target "
           f"{np.round(f['push_displacement_m'] * 1e3, 3).tolist()} mm against F/K "
-          f"{np.round(f['push_expected_m'] * 1e3, 3).tolist()} mm; {f['released_error_m'] * 1e3:.3f} "
+          f"{np.round(f['push_expected_m'] * 1e3, 3).tolist()} mm; "
+          f"{f['released_error_m'] * 1e3:.3f} "
           "mm from it at the end")
     print(f"largest torque {f['torque_max']:.1f} N m")
     print("\ncontroller " + status_line(result["diagnostics"], "computed_torque_controller",
@@ -77,7 +84,8 @@ def model_params(args):
 
 def check_arm(arm, tip=None, joints=None):
     """Why make demo cannot run `arm` with TIP= and JOINTS=, in one line; None if it can.
-    The nodes would refuse the same URDF, each in its own log, after seconds of start-up."""
+    The nodes would refuse the same URDF, each in its own log, after seconds of start-up.
+    """
     import warnings
 
     import yaml
@@ -108,14 +116,15 @@ def check_task(arm, mode, tip=None, joints=None):
     circles in the base's y-z plane and pushes along x, the contact demo pushes in y-z and
     collides along x: the hand must move in all three directions at the start pose, or the
     figures measure what the arm cannot do (the planar 2R arm read 73 % off the push, 64 mm
-    off the circle)."""
+    off the circle).
+    """
     import warnings
 
     import yaml
 
+    from dyn_control.controller.observer import SINGULAR_VALUE
     from dyn_control.kinematics import frame_jacobian
     from dyn_control.model.chain import load_chain
-    from dyn_control.controller.observer import SINGULAR_VALUE
     from dyn_control.sim.simulation import default_initial_positions
 
     from .bimanual import arm_ee_links
@@ -123,8 +132,8 @@ def check_task(arm, mode, tip=None, joints=None):
         return None
     urdf, configs = processes.arm_files(arm)
     hands = arm_ee_links(configs)
-    limb = dict(tip_links=hands) if hands else dict(
-        tip_link=tip, joints=joints.split(",") if joints else None)
+    limb = {"tip_links": hands} if hands else {
+        "tip_link": tip, "joints": joints.split(",") if joints else None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         chain = load_chain(urdf, **limb)

@@ -1,5 +1,5 @@
 """make identify ARM=<the URDF the controller knows> TRUTH=<the URDF the simulator runs>:
-the whole identification on a simulated "real arm" (issue 31). The simulator runs TRUTH
+the whole identification on a simulated "real arm". The simulator runs TRUTH
 (default: ARM), the controller and the `identify` node know ARM; identify sends the two runs
 through the controller's action, records them, fits, and writes out/identified_<arm>.urdf,
 the recordings (rosbag2 MCAP folders) and the report. Exit code: identify's.
@@ -12,8 +12,8 @@ import pathlib
 import sys
 import time
 
-from dyn_control.parameters import SIMULATOR
 from dyn_control.nodes.launch_support import real_arm_parameters
+from dyn_control.parameters import SIMULATOR
 
 from . import processes
 
@@ -47,7 +47,8 @@ def _watch():
 def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_params=None,
         identify_params=None, log_dir=None, domain_id=None, say=None):
     """-> (exit code of identify, its report dict or None, log folder, the reason it gave on
-    /diagnostics when it did not end with 0). say: called with a line at each stage."""
+    /diagnostics when it did not end with 0). say: called with a line at each stage.
+    """
     import rclpy
 
     urdf, arm_configs = processes.arm_files(arm)

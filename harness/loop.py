@@ -1,6 +1,7 @@
 """The tests' and the demo's loop library: start the simulator, the controller and a demo node as
 processes, record the loop from its topics and /diagnostics, stop them, and return what was
-recorded. The figures made of it are in metrics.py, the plots in plots.py."""
+recorded. The figures made of it are in metrics.py, the plots in plots.py.
+"""
 
 import contextlib
 import os
@@ -11,7 +12,6 @@ import numpy as np
 from dyn_control.nodes.launch_support import real_arm_parameters
 
 from . import processes
-
 
 CONTROLLER_NODE = "computed_torque_controller"
 
@@ -59,7 +59,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     ticks_alone = 0
     try:
         nodes.append(processes.NodeProcess(
-            "computed_torque_controller", [processes.config("controller"), *arm_configs], ctl_params,
+            "computed_torque_controller", [processes.config("controller"), *arm_configs],
+            ctl_params,
             log_dir=log_dir, env=env))
         if controller_first:
             time.sleep(controller_first)
@@ -76,7 +77,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         _wait_for(lambda: _latest(recorder) > -np.inf, nodes, timeout,
                   "the recorder heard no tick on both ~/error and ~/reference")
         nodes.append(processes.NodeProcess(
-            "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params, log_dir=log_dir,
+            "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params,
+            log_dir=log_dir,
             env=env))
         # from the controller's own word (its /diagnostics): the recorder may miss the first
         # moving samples (92 ms of them seen), and the error along the trajectory changes
@@ -126,7 +128,8 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
                    demo_params=None, timeout=120.0, model_params=None, bag=None):
     """Simulator + controller in cartesian_impedance + cartesian_demo; returns the recording:
     the poses, the target poses, the simulator's joint states, the demo's phase times (sim s),
-    exit codes, logs and /diagnostics. bag: as closed_loop's."""
+    exit codes, logs and /diagnostics. bag: as closed_loop's.
+    """
     import rclpy
 
     from .recorder import Recorder
@@ -153,7 +156,8 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
             "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
             log_dir=log_dir, env=env))
         demo = lambda: node_status(recorder, "cartesian_demo")  # noqa: E731
-        _wait_for(lambda: demo().get("message") == "done", nodes, timeout, "cartesian_demo not done")
+        _wait_for(lambda: demo().get("message") == "done", nodes, timeout,
+                  "cartesian_demo not done")
         time.sleep(0.5)  # the last poses and a /diagnostics
     finally:
         codes = {node.name: node.stop() for node in reversed(nodes)}
@@ -177,7 +181,8 @@ def _bag_urdf(bag, urdf):
 
 def _started(recorder):
     """True once the controller says a trajectory started; RuntimeError with the goal's result
-    if the demo got one first (a refused goal would otherwise wait out the whole timeout)."""
+    if the demo got one first (a refused goal would otherwise wait out the whole timeout).
+    """
     if "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE):
         return True
     demo = node_status(recorder, "trajectory_demo")
@@ -191,7 +196,8 @@ def _started(recorder):
 
 def _paired(recorder):
     """(t, error, reference, effort) of the ticks both ~/error and ~/reference were recorded
-    on, by stamp: a starved recorder misses stretches of each, not the same ones."""
+    on, by stamp: a starved recorder misses stretches of each, not the same ones.
+    """
     t, e, _, _ = recorder.series("errors")
     tr, q_d, _, tau = recorder.series("references")
     t, i, k = np.intersect1d(t, tr, return_indices=True)
@@ -228,6 +234,7 @@ def _wait_for(found, nodes, timeout, what):
 
 def node_status(recorder, node):
     """A node's newest /diagnostics status as the recorder heard it: its values, and its
-    message under "message" ({} before any)."""
+    message under "message" ({} before any).
+    """
     with recorder.lock:
         return dict(recorder.diagnostics.get(node, {}))

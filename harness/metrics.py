@@ -1,5 +1,6 @@
 """Figures of a recorded loop (harness/loop.py): tracking errors, the Cartesian demo's figures,
-which watchdogs fired, and the nodes' /diagnostics written out as lines."""
+which watchdogs fired, and the nodes' /diagnostics written out as lines.
+"""
 
 import numpy as np
 
@@ -10,7 +11,8 @@ def cartesian_figures(result, stiffness, push_force):
     """The demo's figures: the circle's position error (RMS, max, m) and largest orientation
     error (rad) against the target, the displacement from the target at the end of the push
     against F/K (m, per axis: the static stiffness), how far from the target it is at the end
-    (m), and the largest torque."""
+    (m), and the largest torque.
+    """
     from dyn_control.kinematics import quaternion_matrix, rotation_log
 
     t, p, quat = result["pose"]
@@ -19,7 +21,8 @@ def cartesian_figures(result, stiffness, push_force):
     # the target in force at each pose stamp: the last one published at or before it
     k = np.clip(np.searchsorted(tt, t, side="right") - 1, 0, len(tt) - 1)
     error = np.linalg.norm(p - pt[k], axis=1)
-    rotation = np.array([np.linalg.norm(rotation_log(quaternion_matrix(*a) @ quaternion_matrix(*b).T))
+    rotation = np.array([np.linalg.norm(rotation_log(quaternion_matrix(*a)
+                                                     @ quaternion_matrix(*b).T))
                          for a, b in zip(quat_t[k], quat)])
     circle = (t >= phases["circle"]) & (t <= phases["circle_end"])
     pushed = (t >= phases["push_end"] - 0.2) & (t < phases["push_end"])
@@ -42,7 +45,8 @@ def spans(t, end, bins=4):
     loaded machine misses ticks, whole stretches of them (the controller's publishers keep 10
     samples for a lagging subscriber; with two CPU hogs beside the suite a recorder missed 1.5 s
     of a 10 s run, and the last 1.5 s of a 6 s one), so a count of samples, a largest gap or
-    the last sample's time would measure the recorder, not the loop."""
+    the last sample's time would measure the recorder, not the loop.
+    """
     counts, _ = np.histogram(t, bins=bins, range=(0.0, end))
     return len(t) > 0 and counts.min() > 0
 
@@ -53,7 +57,8 @@ FAULT_COUNTS = {CONTROLLER_NODE: ("stale_state_events",),
 
 def faults(result):
     """{node.counter: count} of the watchdogs and blow-ups that fired, from each node's last
-    /diagnostics status ({} when none did; a node that reported nothing counts as a fault)."""
+    /diagnostics status ({} when none did; a node that reported nothing counts as a fault).
+    """
     found = {}
     for node, keys in FAULT_COUNTS.items():
         values = result["diagnostics"].get(node)

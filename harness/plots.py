@@ -83,7 +83,8 @@ def plot_cartesian(result, figures, path):
 
 def plot(result, path, prismatic=()):
     """The joint loop's plot; prismatic: the names of the joints in m and N (the others are in
-    rad and N m), whose forces get a panel of their own."""
+    rad and N m), whose forces get a panel of their own.
+    """
     t, names = result["t"], result["joint_names"]
     linear = [j for j, name in enumerate(names) if name in set(prismatic)]
     rotary = [j for j in range(len(names)) if j not in linear]

@@ -50,7 +50,8 @@ def executable(name) -> str:
             return str(candidate)
     found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError(f"console script '{name}' not installed (pip install -e . or colcon build)")
+        raise FileNotFoundError(
+            f"console script '{name}' not installed (pip install -e . or colcon build)")
     return found
 
 
@@ -105,7 +106,9 @@ class NodeProcess:
         return self.proc.poll() is None
 
     def stop(self, timeout=10.0):
-        """SIGINT, wait, SIGKILL if it hangs; returns the exit code (None if it had to be killed)."""
+        """SIGINT, wait, SIGKILL if it hangs; returns the exit code (None if it had to be
+        killed).
+        """
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:

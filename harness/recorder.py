@@ -2,7 +2,8 @@
 ~/reference (which carries the commanded torque), its ~/current_pose and ~/target_pose, the
 simulator's /joint_states (with the applied torque), and the latest /diagnostics status of each
 node. Used by the demo and the integration tests; it spins in a background thread so the caller
-can just wait and read."""
+can just wait and read.
+"""
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -20,7 +21,8 @@ CONTROLLER = "/computed_torque_controller"
 class Recorder(BackgroundNode):
     """cartesian: also record the poses and the simulator's joint states (1 kHz; off by
     default, so that the joint-space loops do not pay for them). urdf_text: also keep the run
-    for a bag (harness.bag: `tap`), its topics read through the tap."""
+    for a bag (harness.bag: `tap`), its topics read through the tap.
+    """
 
     def __init__(self, controller=CONTROLLER, cartesian=False, urdf_text=None):
         super().__init__("dyn_control_recorder")
@@ -77,7 +79,8 @@ class Recorder(BackgroundNode):
             rows = list(getattr(self, name))
         if not rows:
             return np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((0, 0))
-        return (np.array([r[0] for r in rows]), *(np.array([r[k] for r in rows]) for k in (1, 2, 3)))
+        return (np.array([r[0] for r in rows]), *(np.array([r[k] for r in rows]) for k in (1, 2,
+                                                                                           3)))
 
     def pose_series(self, name):
         """(times (k,), positions (k, 3), quaternions (k, 4)) of current_pose or target_pose."""

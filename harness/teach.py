@@ -28,7 +28,8 @@ TARGET_RMS = 1e-3  # rad: the replay's distance to the taught motion
 
 def sideways(chain, q):
     """A horizontal unit vector across the line from the base to the hand (x if it is above
-    the base)."""
+    the base).
+    """
     from dyn_control import kinematics
     _, p = kinematics.frame_pose(chain, q)
     across = np.cross([0.0, 0.0, 1.0], p)
@@ -42,7 +43,6 @@ def teach_loop(arm, out, domain=None):
     from geometry_msgs.msg import WrenchStamped
 
     from dyn_control import load_chain
-
     from dyn_control.controller import teach
     from dyn_control.nodes import messages
     from dyn_control.nodes.teach import TeachClient
@@ -114,7 +114,8 @@ def teach_loop(arm, out, domain=None):
 
 def _until(client, nodes, condition, what, timeout=300.0):
     """Spin until condition(latest state time) holds; RuntimeError naming `what` when a node
-    died or the time ran out (the synchronous loop stopped)."""
+    died or the time ran out (the synchronous loop stopped).
+    """
     import time
     end = time.monotonic() + timeout
     while time.monotonic() < end:

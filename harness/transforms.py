@@ -57,7 +57,8 @@ class JointTransforms:
 
 def link_poses(edges, root):
     """{link: (R, p)} in the root link's frame, of every link the edges [(parent, child, R, p)]
-    reach from `root` (the root itself at the identity)."""
+    reach from `root` (the root itself at the identity).
+    """
     children = {}
     for parent, child, R, p in edges:
         children.setdefault(parent, []).append((child, R, p))

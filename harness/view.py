@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 
 from dyn_control.kinematics import matrix_quaternion, quaternion_matrix
-from harness.transforms import JointTransforms, link_poses
 from dyn_control.model.urdf import origin_pose, read_urdf_text, robot_element
+from harness.transforms import JointTransforms, link_poses
 
 FRAME_RATE = 30.0  # Hz of wall time: what a browser shows smoothly
 GREY, BLUE, ORANGE, RED = (170, 170, 180), (50, 150, 255), (255, 150, 0), (255, 30, 30)
@@ -57,7 +57,8 @@ def wxyz(R):
 
 class ArmView:
     """The scene of one arm on a viser server at http://host:port (`url`); module docstring.
-    urdf_dir: where relative mesh paths start (the URDF file's folder)."""
+    urdf_dir: where relative mesh paths start (the URDF file's folder).
+    """
 
     def __init__(self, urdf_text, port=8080, host="127.0.0.1", urdf_dir="."):
         import viser
@@ -89,7 +90,8 @@ class ArmView:
 
     def _add_geometry(self, urdf_text, urdf_dir):
         """Each link's visuals under its frame; -> the mesh files that could not be loaded
-        (skipped, one warning for all of them)."""
+        (skipped, one warning for all of them).
+        """
         scene, missing = self.server.scene, []
         text = urdf_text.decode() if isinstance(urdf_text, bytes) else urdf_text
         drawn = set()
@@ -100,7 +102,7 @@ class ArmView:
                 if geometry is None or len(geometry) == 0:
                     continue
                 R, p = origin_pose(_Origin(visual.find("origin")))
-                where = dict(wxyz=wxyz(R), position=p)
+                where = {"wxyz": wxyz(R), "position": p}
                 node = f"/arm/{self._path(name)}/visual{k}"
                 shape = geometry[0]
                 if shape.tag == "box":
@@ -134,7 +136,8 @@ class ArmView:
 
     def show_state(self, positions):
         """Pose every link at the joint positions {name: rad or m} (joints not named: at zero);
-        -> {link: (R, p)} in the root link's frame, as the scene now holds them."""
+        -> {link: (R, p)} in the root link's frame, as the scene now holds them.
+        """
         edges = (self.transforms.static(positions.keys())
                  + self.transforms.at(positions))
         poses = link_poses(edges, self.root)
@@ -146,7 +149,8 @@ class ArmView:
 
     def show_markers(self, markers):
         """The controller's ~/markers (visualization_msgs/Marker fields: ns, id, type, action,
-        pose, points): add or replace each, remove those deleted."""
+        pose, points): add or replace each, remove those deleted.
+        """
         scene = self.server.scene
         for m in markers:
             key = (m.ns, m.id)
@@ -187,7 +191,8 @@ class _Origin:
 def load_mesh(filename, urdf_dir):
     """A trimesh of a URDF mesh (file://, package:// through the ament index where there is
     one, else a folder of the package's name above the URDF's, or a path relative to the
-    URDF's folder), or None when it cannot be found or read."""
+    URDF's folder), or None when it cannot be found or read.
+    """
     import trimesh
     path = None
     if filename.startswith("package://"):
@@ -239,10 +244,12 @@ def view_node(view, controller="/computed_torque_controller"):
 def browser_check(urdf, out_dir, port=8095, browser="chromium-headless-shell"):
     """The check by hand in a real headless browser (Debian's chromium-headless-shell renders
     WebGL with SwiftShader): the arm at zero and at another pose, a screenshot of each in
-    out_dir; -> the share of pixels that differ between them (0: the view did not move)."""
+    out_dir; -> the share of pixels that differ between them (0: the view did not move).
+    """
     import subprocess
 
     import imageio.v3 as iio
+
     from dyn_control import load_chain
     chain = load_chain(urdf)
     view = ArmView(read_urdf_text(urdf), port, urdf_dir=pathlib.Path(urdf).resolve().parent)

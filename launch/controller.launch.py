@@ -9,11 +9,13 @@ robot_state_publisher publishes it). joints sets the controlled joints and the o
 effort command: the order of your forward_command_controller's `joints`.
 """
 
-from dyn_control.nodes.launch_support import PACKAGE, is_true, robot_description, share
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+from dyn_control.nodes.launch_support import PACKAGE, is_true, robot_description, share
+from launch import LaunchDescription
+
 
 def _controller(context):
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731

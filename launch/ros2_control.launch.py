@@ -10,10 +10,10 @@ computed_torque_controller writing to /effort_controller/commands.
 The default hardware is ros2_control's topic-based system
 (joint_state_topic_hardware_interface/JointStateTopicSystem), with our dynamics_simulator behind
 it (command_type joint_state, free running: controller_manager runs on its own clock; on wall
-time, or publishing /clock with use_sim_time:=true): the arm moves under the effort commands. The same happens for its older name,
-topic_based_ros2_control/TopicBasedSystem. Any other plugin (mock_components/GenericSystem,
-gz_ros2_control/GazeboSimSystem, mujoco_ros2_control/MujocoSystem, your robot's driver) runs
-without our simulator.
+time, or publishing /clock with use_sim_time:=true): the arm moves under the effort commands. The
+same happens for its older name, topic_based_ros2_control/TopicBasedSystem. Any other plugin
+(mock_components/GenericSystem, gz_ros2_control/GazeboSimSystem, mujoco_ros2_control/MujocoSystem,
+your robot's driver) runs without our simulator.
 
 For your own arm: give its xacro (with a <ros2_control> tag whose joints have an effort command
 interface and position, velocity and effort state interfaces) as `description`, list the same
@@ -23,12 +23,21 @@ gui:=true also starts RViz (rviz/dyn_control.rviz); off by default, as in sim.la
 
 import os
 
-from dyn_control.nodes.launch_support import (PACKAGE, TOPIC_BASED_PLUGINS, gui_nodes, installed,
-                                        is_true, robot_description, share)
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+from dyn_control.nodes.launch_support import (
+    PACKAGE,
+    TOPIC_BASED_PLUGINS,
+    gui_nodes,
+    installed,
+    is_true,
+    robot_description,
+    share,
+)
+from launch import LaunchDescription
+
 
 def _nodes(context):
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
@@ -60,7 +69,8 @@ def _nodes(context):
         nodes.append(Node(
             package=PACKAGE, executable="dynamics_simulator", name="dynamics_simulator",
             output="screen",
-            parameters=[share("config", "simulator.yaml"), *(arm if not value("description") else []),
+            parameters=[share("config", "simulator.yaml"),
+                        *(arm if not value("description") else []),
                         model, {"command_type": "joint_state", "synchronous": False,
                                 "publish_clock": sim_time["use_sim_time"]}],
             remappings=[("/robot_joint_commands", topics["joint_commands_topic"]),

@@ -16,13 +16,21 @@ the controller's ~/markers); off by default, as a headless machine has no displa
 
 import os
 
-from dyn_control.nodes.launch_support import (PACKAGE, gui_nodes, installed, is_true,
-                                        real_arm_parameters, robot_description, share)
-from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
-                            SetEnvironmentVariable)
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node
+
+from dyn_control.nodes.launch_support import (
+    PACKAGE,
+    gui_nodes,
+    installed,
+    is_true,
+    real_arm_parameters,
+    robot_description,
+    share,
+)
+from launch import LaunchDescription
+
 
 def _nodes(context):
     arm = LaunchConfiguration("arm").perform(context)
@@ -68,8 +76,8 @@ def _nodes(context):
 def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="default_arm",
-                              description="an arm in share/dyn_control/urdf (default_arm, two_link, "
-                                          "dual_arm)"),
+                              description="an arm in share/dyn_control/urdf "
+                                          "(default_arm, two_link, dual_arm)"),
         DeclareLaunchArgument("urdf_file", default_value="",
                               description="URDF or xacro of your own arm (overrides arm)"),
         DeclareLaunchArgument("sim_urdf_file", default_value="",
@@ -81,7 +89,8 @@ def generate_launch_description():
         DeclareLaunchArgument("use_sim_time", default_value="true",
                               description="run on the simulator's /clock"),
         DeclareLaunchArgument("controller_params", default_value="",
-                              description="YAML for the controller (default config/controller.yaml)"),
+                              description="YAML for the controller "
+                                          "(default config/controller.yaml)"),
         DeclareLaunchArgument("demo", default_value="true",
                               description="start trajectory_demo"),
         DeclareLaunchArgument("gui", default_value="false",

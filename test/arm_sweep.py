@@ -1,16 +1,17 @@
 """Every arm of example-robot-data that load_chain loads with its defaults, and the poses and
-moves the sweeps use on them. The arms keep their own damping, friction, limits and axes."""
+moves the sweeps use on them. The arms keep their own damping, friction, limits and axes.
+"""
 
 import functools
 import warnings
 
 import numpy as np
-
 from conftest import robots_dir
+
 from dyn_control import URDFError, load_chain
 from dyn_control.controller.laws import ControlLaw, effort_limits
-from dyn_control.sim.simulation import Simulation
 from dyn_control.controller.trajectory import Trajectory
+from dyn_control.sim.simulation import Simulation
 
 
 @functools.cache
@@ -43,7 +44,8 @@ def finite_limits(chain):
 def bent_pose(chain, unlimited=0.5):
     """30 % of the way through each joint's range, `unlimited` (rad or m) on joints without."""
     limited, lower, upper = finite_limits(chain)
-    return np.where(limited, np.where(limited, lower, 0) + 0.3 * np.where(limited, upper - lower, 0),
+    return np.where(limited, np.where(limited, lower, 0) + 0.3 * np.where(limited, upper - lower,
+                                                                          0),
                     unlimited)
 
 
@@ -67,7 +69,8 @@ def quintic_move(chain, duration=2.0, seed=0):
 def synchronous_loop(chain, law, q0, trajectory, seconds, dt=1e-3):
     """The synchronous simulated arm in one process: the command answering the state at step k
     drives step k, as dynamics_simulator and computed_torque_controller do in synchronous mode.
-    Returns the errors e (k, n) at every step, and the simulation."""
+    Returns the errors e (k, n) at every step, and the simulation.
+    """
     sim = Simulation(chain, q0, dt, effort_limits(chain))
     errors = []
     for _ in range(int(round(seconds / dt))):

@@ -27,7 +27,7 @@ DEFAULT_ARM = URDF_DIR / "default_arm.urdf"
 # arms of example-robot-data checked against Pinocchio: path under its robots, load_chain
 # keyword arguments (a prismatic torso among them)
 PIN_ARMS = {
-    "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
+    "panda": ("panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"}),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", {}),
     "xarm7": ("xarm_description/urdf/xarm7.urdf", {}),
     "kinova": ("kinova_description/robots/kinova.urdf", {}),
@@ -85,5 +85,6 @@ def robots_dir():
 
 def table_values(table, **overrides):
     """value(name) of a parameter table's defaults (its per-joint entries too), with overrides:
-    what a node reads, for the cores in tests."""
+    what a node reads, for the cores in tests.
+    """
     return lambda name: overrides[name] if name in overrides else table[name].default

@@ -12,7 +12,8 @@ import numpy as np
 
 def _origin(xyz=(0, 0, 0), rpy=(0, 0, 0)):
     f = " ".join
-    return f'<origin xyz="{f(repr(float(v)) for v in xyz)}" rpy="{f(repr(float(v)) for v in rpy)}"/>'
+    xyz, rpy = f(repr(float(v)) for v in xyz), f(repr(float(v)) for v in rpy)
+    return f'<origin xyz="{xyz}" rpy="{rpy}"/>'
 
 
 def inertial(mass, com=(0, 0, 0), inertia=((0, 0, 0), (0, 0, 0), (0, 0, 0)), rpy=(0, 0, 0)):
@@ -114,7 +115,8 @@ def random_tree_urdf(seed=0, trunk=2, branches=(3, 4, 2)):
     """A random tree: a trunk of `trunk` joints, then one branch per entry of `branches` (that
     many joints each) off the trunk's last link, the first branch forking again half way. Every
     link has a fixed child with its own inertia, every branch ends in a tool
-    (`tool<b>`, b = 1, 2, ...), and a revolute side joint hangs off the trunk. Tips: the tools."""
+    (`tool<b>`, b = 1, 2, ...), and a revolute side joint hangs off the trunk. Tips: the tools.
+    """
     rng = np.random.default_rng(seed)
     parts = [link("base_link")]
 

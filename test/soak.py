@@ -3,9 +3,9 @@ simulated time.
 
     python test/soak.py SECONDS [DOMAIN]     (test_soak.py runs it; also usable by hand)
 
-Starts dynamics_simulator (synchronous, real_time_factor 0) and computed_torque_controller as processes with the
-config/*.yaml parameters, sends one slow trajectory as long as the run, samples the
-controller's error on ~/controller_state (50 Hz of state time, reliable, a deep queue: at 1 kHz
+Starts dynamics_simulator (synchronous, real_time_factor 0) and computed_torque_controller as
+processes with the config/*.yaml parameters, sends one slow trajectory as long as the run, samples
+the controller's error on ~/controller_state (50 Hz of state time, reliable, a deep queue: at 1 kHz
 a sampler starved by a busy machine missed stretches of ~/error, and an RMS over what it caught
 measured the sampler, 1.57x where the loop gave 1.23x), reads the
 resident memory of both processes from /proc every 2 s of wall time, and prints one JSON line:

@@ -4,19 +4,20 @@ simulator's adds g(q) of its own model to every command, as that firmware does. 
 real arms of example-robot-data.
 
 References: g(q) from inverse dynamics (gravity_torques); the energy of a passive arm without
-gravity (kinetic only: it never grows); the same loop with neither compensating."""
+gravity (kinetic only: it never grows); the same loop with neither compensating.
+"""
 
 import numpy as np
 import pytest
-
 from conftest import table_values
+from test_limits import DT, REAL, Lockstep, arm
+
 from dyn_control import gravity_torques, mass_matrix
 from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER
 from dyn_control.sim.simulation import Simulation, default_initial_positions
-from dyn_control.controller.settings import controller_settings
-from test_limits import DT, REAL, Lockstep, arm
 
 ARMS = ("default_arm",) + REAL[:4]
 

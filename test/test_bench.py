@@ -1,12 +1,12 @@
 """The benchmarks run and write their JSON (no timing is asserted: figures vary by machine;
-`make bench` and `make bench-loop` print them and check the targets)."""
+`make bench` and `make bench-loop` print them and check the targets).
+"""
 
 import json
 import subprocess
 import sys
 
 import pytest
-
 from conftest import PACKAGE_DIR, require
 
 

@@ -2,8 +2,8 @@
 simulated arm at 1 kHz (and pushes from the simulator's external wrench).
 
 References: closed forms. The static stiffness is K exactly (the module docstring of
-dyn_control.controller.cartesian): under a wrench w the pose settles at -w/K. With operational_space and
-critical damping the error is a unit-mass critically damped spring (no overshoot; bound 2 %).
+dyn_control.controller.cartesian): under a wrench w the pose settles at -w/K. With operational_space
+and critical damping the error is a unit-mass critically damped spring (no overshoot; bound 2 %).
 The dynamically consistent projector moves no task coordinate (bound 1e-4 m). Bounds are
 stated at each test with what was measured.
 """
@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from arm_sweep import arm_paths, load_arm
 from conftest import URDF_DIR, table_values
+
 from dyn_control import kinematics, load_chain
 from dyn_control.controller.cartesian import CartesianLaw
 from dyn_control.controller.core import ControllerCore
-from dyn_control.controller.settings import controller_settings
-from dyn_control.controller.laws import effort_limits
 from dyn_control.controller.goals import Request
+from dyn_control.controller.laws import effort_limits
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER
 from dyn_control.sim.simulation import Simulation
 
@@ -266,7 +266,8 @@ def test_a_stiffness_the_period_cannot_hold_is_refused_at_run_time_and_not_enter
     # given before any state (at start-up), the mode is not entered: the joints hold
     core = ControllerCore(stiff)
     command = core.update(0.0, (0.0, Q0, np.zeros(7)))
-    assert core.target.task is None and core.target.refused.startswith("cartesian_impedance not entered")
+    assert core.target.task is None
+    assert core.target.refused.startswith("cartesian_impedance not entered")
     np.testing.assert_array_equal(command.desired[0], Q0)  # the joint hold of the first state
     level, message, _ = core.diagnostics()
     assert level == "WARN" and message.startswith("holding: cartesian_impedance not entered")

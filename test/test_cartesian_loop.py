@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+from dyn_control.parameters import CONTROLLER  # noqa: E402
 from harness.loop import cartesian_loop  # noqa: E402
 from harness.metrics import cartesian_figures, faults  # noqa: E402
-
-from dyn_control.parameters import CONTROLLER  # noqa: E402
 
 FORCE = [6.0, -4.0, 8.0]  # N, base axes
 DEMO = {"push_force": FORCE, "push_duration": 2.0, "settle": 2.0}  # long enough to settle
@@ -31,7 +30,8 @@ def run(tmp_path_factory):
 def test_the_bag_holds_the_poses_not_the_joint_space_topics(run):
     """A Cartesian run's bag: the controller's ~/current_pose and ~/target_pose (what the run
     is about) with their messages, as many as the recorder received, beside the loop's topics;
-    no empty ~/reference and ~/error."""
+    no empty ~/reference and ~/error.
+    """
     from test_demo_bag import read_rosbags
     messages, kinds = read_rosbags(run["bag_path"])
     for name in ("current_pose", "target_pose"):

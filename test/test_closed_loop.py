@@ -3,9 +3,9 @@
 The installed console scripts run with the parameters of config/*.yaml (harness/processes.py),
 on simulation time, with the simulator synchronous (it waits for the command answering each
 state), so that the result does not depend on the machine's load. At real time: as fast as it
-goes (a real-time factor of about 4.5 here), the test's Python recorder falls behind. References: the issue's bounds, RMS tracking error
-below 1e-3 rad on every joint of the default arm with computed torque, and at least 10x below
-gravity_pd with the same gains.
+goes (a real-time factor of about 4.5 here), the test's Python recorder falls behind. References:
+the issue's bounds, RMS tracking error below 1e-3 rad on every joint of the default arm with
+computed torque, and at least 10x below gravity_pd with the same gains.
 """
 
 import numpy as np
@@ -67,7 +67,8 @@ def test_both_nodes_report_on_diagnostics(runs):
     d = runs["computed_torque"]["diagnostics"]
     controller, simulator = d["computed_torque_controller"], d["dynamics_simulator"]
     assert controller["mode"] == "computed_torque" and controller["ticks"] > 5000
-    assert 0 < controller["compute_p50_us"] <= controller["compute_p99_us"] <= controller["compute_max_us"]
+    assert (0 < controller["compute_p50_us"] <= controller["compute_p99_us"]
+            <= controller["compute_max_us"])
     assert controller["stale_state_events"] == 0
     # Synchronous, a state counts as missed only after sync_timeout (0.1 s) of wall time without
     # an answer: a stall of the controller's process, which a busy shared machine gives now and

@@ -11,16 +11,16 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
-from dyn_control.controller import goals
+
 from dyn_control import load_chain, mass_matrix
+from dyn_control.controller import goals
 from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
+from dyn_control.controller.settings import controller_settings
 from dyn_control.kinematics import frame_jacobian
 from dyn_control.parameters import CONTROLLER
 from dyn_control.sim.simulation import Simulation
-from dyn_control.controller.settings import controller_settings
 
 DT, Q = 1e-3, np.array(BENT_POSE)
 PUSH = np.array([60.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # N at the hand, base axes: 44 N m on joint2
@@ -76,7 +76,8 @@ def test_a_collision_ends_the_goal_holds_and_refuses_goals_until_reset(chain):
     assert np.abs(loop.sim.q - held - deflection(chain, held)).max() < 5e-3
     refused = loop.goal()
     assert refused.done and refused.code == goals.INVALID_GOAL
-    assert refused.reason.startswith(goal.reason.split(";")[0]) and "reset_collision" in refused.reason
+    assert refused.reason.startswith(goal.reason.split(";")[0])
+    assert "reset_collision" in refused.reason
     done, message = loop.core.reset_collision()  # still pushed: still in contact
     assert not done and message.startswith("refused: still in contact on")
     loop.sim.push(np.zeros(6))
@@ -92,7 +93,8 @@ def test_a_collision_ends_the_goal_holds_and_refuses_goals_until_reset(chain):
 
 def deflection(chain, held):
     """Where computed torque (Kp = 400 1/s^2) holds `held` against PUSH at rest: the q with
-    M(q) Kp (q - held) = J(q)^T w, by fixed-point iteration (a contraction here)."""
+    M(q) Kp (q - held) = J(q)^T w, by fixed-point iteration (a contraction here).
+    """
     q = held.copy()
     for _ in range(50):
         q = held + np.linalg.solve(mass_matrix(chain, q), frame_jacobian(chain, q).T @ PUSH) / 400.0
@@ -172,7 +174,8 @@ def test_the_parameter_table_refuses_bad_values(name, value):
 
 def test_states_out_of_order_or_far_apart_leave_the_estimate_finite(chain):
     """A stamp that goes back (a simulator restarted) or jumps far ahead: no step of the
-    integral is taken backwards, nothing overflows, and r stays finite."""
+    integral is taken backwards, nothing overflows, and r stays finite.
+    """
     loop = Loop(chain)
     loop.run(0.1)
     core, q, zero = loop.core, loop.sim.q.copy(), np.zeros(7)
@@ -187,7 +190,8 @@ def test_an_arm_braked_past_the_first_command_is_not_read_as_contact(chain):
     brakes holding gravity. The observer waits for the effort to show the command, so nothing
     is read (r = 0, no contact, no collision; without the wait it reads g(q), 34 N at Tiago's
     hand under load); then, the brakes released, the arm answers as in any loop and stays
-    below the contact level."""
+    below the contact level.
+    """
     loop = Loop(chain)
     core, zero = loop.core, np.zeros(7)
     for k in range(300):  # 0.3 s braked: 15 time constants of the observer's filter

@@ -1,5 +1,6 @@
 """make demo MODE=contact end to end, in a module of its own: it starts rclpy itself, which
-test_contact_loop's module fixture holds while its tests run."""
+test_contact_loop's module fixture holds while its tests run.
+"""
 
 import pathlib
 
@@ -7,7 +8,6 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness import demo  # noqa: E402  (a module that starts processes: marked so)
-
 
 ARMS = {"default_arm": ([], "78"),
         "ur5": (["--arm", "ur_description/urdf/ur5_robot.urdf"], "41"),
@@ -23,7 +23,8 @@ def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
     filter of J(q)^T w while q moves, so the share depends on where in the motion the push
     lands, which the wall clock sets: 0.9 to 2.11 % seen on the default arm, 0.80 % on the
     UR5; the joint torques against the truth through the filter were 0.01 % in the same run;
-    at rest test_contact_loop holds 1 %)."""
+    at rest test_contact_loop holds 1 %).
+    """
     from conftest import robots_dir
     args, domain = ARMS[name]
     if args:
@@ -39,8 +40,9 @@ def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
     assert (tmp_path / f"demo_{arm}_contact.png").stat().st_size > 10000
     assert list((tmp_path / "logs").iterdir())  # the run's logs, in a folder of their own
     if args:  # a real arm's bag: its /tf from the arm's own file, against our kinematics
-        from dyn_control import load_chain
         from test_demo_bag import assert_tf_is_the_forward_kinematics
+
+        from dyn_control import load_chain
         urdf = pathlib.Path(args[1])
         chain = load_chain(urdf, tip_link=args[3] if len(args) > 2 else None)
         bag, = tmp_path.glob(f"{arm}_contact_*")

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
+from conftest import BENT_POSE, require  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -21,12 +22,11 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from test_trajectory_action import goal_to, start_loop, wait  # noqa: E402
 
-from conftest import BENT_POSE, require  # noqa: E402
-from harness.background import BackgroundNode  # noqa: E402
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.diagnostics import read_diagnostics  # noqa: E402
-from test_trajectory_action import goal_to, start_loop, wait  # noqa: E402
+from harness.background import BackgroundNode  # noqa: E402
 
 require("control_msgs")
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
@@ -91,7 +91,8 @@ class User(BackgroundNode):
 
     def position_before(self, t):
         """The recorded joint positions at the last state stamped before t (a loaded machine's
-        recording has gaps: the first one stamped t or later can be much later)."""
+        recording has gaps: the first one stamped t or later can be much later).
+        """
         with self.lock:
             found = [m for m in self.got["states"] if messages.to_seconds(m.header.stamp) < t]
         return np.array(found[-1].position)
@@ -102,7 +103,8 @@ class User(BackgroundNode):
 
     def push_and_wait_for_it(self, wrench, timeout=30.0):
         """Push, and return the simulated time it began: the stamp of the first truth message
-        (~/applied_external_joint_torques) that carries it."""
+        (~/applied_external_joint_torques) that carries it.
+        """
         with self.lock:
             seen = len(self.got["truth"])
         self.push(wrench)

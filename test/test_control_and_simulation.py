@@ -9,13 +9,28 @@ import dataclasses
 
 import numpy as np
 import pytest
-
 from conftest import URDF_DIR, require
-from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, kinetic_energy,
-                         load_chain, mass_matrix, potential_energy)
-from dyn_control.controller.laws import (ControlLaw, check_gains, check_mode, control_torque,
-                                 critical_damping, effort_limits, gain_vector, saturate)
-from examples import joint, link, inertial, robot
+from examples import inertial, joint, link, robot
+
+from dyn_control import (
+    forward_dynamics,
+    gravity_torques,
+    inverse_dynamics,
+    kinetic_energy,
+    load_chain,
+    mass_matrix,
+    potential_energy,
+)
+from dyn_control.controller.laws import (
+    ControlLaw,
+    check_gains,
+    check_mode,
+    control_torque,
+    critical_damping,
+    effort_limits,
+    gain_vector,
+    saturate,
+)
 from dyn_control.sim.simulation import Simulation
 
 Q0 = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
@@ -118,7 +133,8 @@ def test_law_saturates_and_compensates_friction(arm):
     raw = control_torque(arm, "computed_torque", q, qd, q_d, qd_d, qdd_d, kp, kd)
     damping, friction = np.full(7, 0.05), np.full(7, 0.5)  # the default arm has no friction
     chain = dataclasses.replace(arm, joints=tuple(
-        dataclasses.replace(j, damping=b, friction=f) for j, b, f in zip(arm.joints, damping, friction)))
+        dataclasses.replace(j, damping=b, friction=f) for j, b, f in zip(arm.joints, damping,
+                                                                         friction)))
     law = ControlLaw(chain, "computed_torque", kp, kd, limits, True, friction_deadband=1e-4,
                      period=2e-3)
     tau, e, ed = law(q, qd, q_d, qd_d, qdd_d)

@@ -2,7 +2,8 @@
 hashes of the released control_msgs 6.8.0 (ROS 2 Kilted). Reference: the hashes of the real
 package, built here by hand from github:ros-controls/control_msgs at tag 6.8.0 with its own
 CMakeLists (read from its install tree, share/control_msgs/*/*.json); a stand-in whose fields
-drifted would break a real MoveIt or rqt peer on rmw implementations that match on hashes."""
+drifted would break a real MoveIt or rqt peer on rmw implementations that match on hashes.
+"""
 
 import json
 import pathlib
@@ -11,16 +12,17 @@ import sys
 from conftest import require
 
 REAL = {  # control_msgs 6.8.0, built from source
-    "msg/JointTolerance": "RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648",
-    "msg/JointComponentTolerance": "RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4",
-    "msg/JointTrajectoryControllerState": "RIHS01_51d8dd89cc624cbe9daaeeb4d80d6de9b86168ffdc3be41fefc0953e3c26e480",
-    "action/FollowJointTrajectory": "RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0",
+    "msg/JointTolerance": "RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648",  # noqa: E501 (a type hash)
+    "msg/JointComponentTolerance": "RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4",  # noqa: E501 (a type hash)
+    "msg/JointTrajectoryControllerState": "RIHS01_51d8dd89cc624cbe9daaeeb4d80d6de9b86168ffdc3be41fefc0953e3c26e480",  # noqa: E501 (a type hash)
+    "action/FollowJointTrajectory": "RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0",  # noqa: E501 (a type hash)
 }
 
 
 def share_dir():
     """control_msgs' share folder: the stand-in's in the venv (make test installs it with the
-    venv as its prefix), else where the ament index finds it (a ROS install: the real one)."""
+    venv as its prefix), else where the ament index finds it (a ROS install: the real one).
+    """
     venv = pathlib.Path(sys.prefix) / "share" / "control_msgs"
     if venv.is_dir():
         return venv

@@ -6,14 +6,14 @@ References: the law on arrays (the same ControlLaw the core holds), g(q) from in
 
 import numpy as np
 import pytest
-
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
+
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller.core import ControllerCore
+from dyn_control.controller.goals import Request
 from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
 from dyn_control.sim.core import SimulatorCore, simulator_settings
-from dyn_control.controller.goals import Request
 
 Q, ZERO, NAMES = np.array(BENT_POSE), np.zeros(7), DEFAULT_JOINTS
 
@@ -57,7 +57,8 @@ def test_controller_goal_before_the_first_state_waits_for_it(chain):
 def test_controller_state_timeout_holds_then_recovers_without_a_jump(chain):
     core = controller(chain)
     core.update(0.0, (1.0, Q, ZERO))
-    assert core.update(0.1) is None and not core.watchdog.stale  # silent for exactly state_timeout: fine
+    # silent for exactly state_timeout: fine
+    assert core.update(0.1) is None and not core.watchdog.stale
     hold = core.update(0.15)
     assert core.watchdog.stale and hold.desired is None
     np.testing.assert_allclose(hold.tau, gravity_torques(chain, Q), atol=1e-12)
@@ -188,6 +189,7 @@ def test_after_warm_up_a_switch_of_mode_compiles_nothing(tmp_path):
     import os
     import subprocess
     import sys
+
     from conftest import PACKAGE_DIR
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     code = WARM_CHECK.format(test=str(PACKAGE_DIR / "test"))
@@ -202,7 +204,8 @@ def test_simulator_noise_is_on_what_is_published_only(chain):
     """noise.* (issue 31's simulated sensors): the published q, qd and effort differ from the
     true state by white noise of the asked standard deviations (sample std of 4000 states
     within 5 %, mean within 4 sigma / sqrt(4000)), the true state is the physics' own, a seed
-    repeats a run, and without noise the published arrays are the true ones."""
+    repeats a run, and without noise the published arrays are the true ones.
+    """
     sigma = {"noise.position": 1e-4, "noise.velocity": 1e-3, "noise.effort": 0.05}
     runs = []
     for _ in range(2):
@@ -235,7 +238,8 @@ def test_a_start_the_effort_limits_cannot_hold_is_said_by_both_cores_first():
     """Baxter's left arm at zero: left_s1 needs 56.42 N m against gravity over its 50 N m
     limit (g(q), our inverse dynamics). The controller says it at the first state, on
     /diagnostics (WARN, start_pose_not_held) and in its events; the simulator given that pose
-    as initial_positions says it likewise. Its default start is a pose it can hold."""
+    as initial_positions says it likewise. Its default start is a pose it can hold.
+    """
     chain = baxter_left()
     core = controller(chain)
     core.update(0.0, (0.0, np.zeros(7), np.zeros(7)))
@@ -271,7 +275,8 @@ def test_a_controller_with_no_joint_state_says_once_what_it_waits_for(chain):
 def test_a_push_stamped_ahead_is_applied_at_its_simulated_time(chain):
     """A push stamped ahead of the simulated time waits for it, then acts from the step that
     starts there (at 1 ms steps: the 10th, for 0.010 s), an end stamped later ends it there;
-    an unknown link is refused at once."""
+    an unknown link is refused at once.
+    """
     sim = SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR)))
     sim.on_command(0.0, gravity_torques(chain, sim.sim.q))
     wrench = np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0])

@@ -1,11 +1,13 @@
 """make demo's arms: what it runs and the one line it gives for what it cannot (harness.demo.
 check_arm, then main's exit code). Reference: load_chain's own rules (grippers locked, ties
-refused) and example-robot-data's URDFs."""
+refused) and example-robot-data's URDFs.
+"""
 
 import subprocess
 import sys
 
 from conftest import PACKAGE_DIR, robots_dir
+
 from harness.demo import check_arm
 
 
@@ -42,7 +44,8 @@ def test_a_demo_the_arm_cannot_do_is_refused_in_one_line():
     """The Cartesian and contact demos move and push the hand in all three directions of the
     base: the seeds' planar 2R arm's link2 moves in one at its start (its Jacobian's position
     rows, our kinematics), so both are refused, before anything starts; the default arm, the
-    two-armed tree and the UR5's file can do them."""
+    two-armed tree and the UR5's file can do them.
+    """
     from harness.demo import check_task
     for mode in ("cartesian", "contact"):
         assert check_task("two_link", mode) == (

@@ -7,8 +7,8 @@ messages, and the simulator's fixed step for the ticks between the first and las
 
 import numpy as np
 import pytest
-
 from conftest import DEFAULT_ARM
+
 from dyn_control import load_chain
 from dyn_control.kinematics import frame_pose, quaternion_matrix
 
@@ -17,7 +17,8 @@ from harness.loop import closed_loop  # noqa: E402
 
 DOMAIN = 97
 CONTROLLER = "/computed_torque_controller"
-TOPICS = {"/robot_description": "std_msgs/msg/String", "/joint_states": "sensor_msgs/msg/JointState",
+TOPICS = {"/robot_description": "std_msgs/msg/String",
+          "/joint_states": "sensor_msgs/msg/JointState",
           "/tf": "tf2_msgs/msg/TFMessage", "/tf_static": "tf2_msgs/msg/TFMessage",
           "/clock": "rosgraph_msgs/msg/Clock",
           "/effort_controller/commands": "std_msgs/msg/Float64MultiArray",
@@ -52,7 +53,8 @@ def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick
     ticks, one /tf per /joint_states; the states in order, on the simulator's 1 ms grid (DDS
     itself may drop some under load: a reliable writer keeps only its last 10, and runs of
     17 to 29 ms were missing once in a full suite); the description and /tf_static transient
-    local, the rest volatile, all reliable (what our nodes offer)."""
+    local, the rest volatile, all reliable (what our nodes offer).
+    """
     result, path = run
     assert all(code == 0 for code in result["exit_codes"].values()), result["exit_codes"]
     messages, kinds = read_rosbags(path)
@@ -78,7 +80,8 @@ def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick
 def assert_tf_is_the_forward_kinematics(path, urdf, chain, samples=20):
     """Every link the chain moves, composed from the bag's /tf_static and /tf down from the
     root, is where frame_pose puts it at the published state, to 1e-9, at `samples` states
-    through the run; /robot_description is the URDF file's text."""
+    through the run; /robot_description is the URDF file's text.
+    """
     messages, _ = read_rosbags(path)
     assert messages["/robot_description"][0][1].data == urdf.read_text()
     static = {t.child_frame_id: t for t in messages["/tf_static"][0][1].transforms}
@@ -109,7 +112,8 @@ def test_tf_is_the_forward_kinematics_and_the_description_is_the_urdf(run):
 
 def test_a_second_reader_mcap_ros2_reads_the_same_messages(run):
     """mcap-ros2-support decodes every message with the schemas in the file: the same topics
-    and counts as rosbags, and the same joint positions."""
+    and counts as rosbags, and the same joint positions.
+    """
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
     _, path = run

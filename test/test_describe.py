@@ -5,7 +5,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PACKAGE_DIR, URDF_DIR
 from examples import inertial, joint, link, robot
 
@@ -32,7 +31,8 @@ def test_a_tree_shows_its_branches():
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("tree: base_link -> left_link1, right_link1, 3 joints")
     rows = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()
-            if line.split() and line.split()[0] in ("torso_lift_joint", "left_joint1", "right_joint1")}
+            if line.split() and line.split()[0] in ("torso_lift_joint", "left_joint1",
+                                                    "right_joint1")}
     assert rows == {"torso_lift_joint": "(base)", "left_joint1": "torso_lift_joint",
                     "right_joint1": "torso_lift_joint"}
 
@@ -53,7 +53,8 @@ def test_a_negative_mass_is_a_finding_and_no_settling_time_is_made_up(tmp_path):
                                                   extra='<dynamics damping="1.0"/>'),
                          link("l", inertial(-1.0, (0, 0, 0), np.diag([0.01, 0.01, 0.01])))))
     out = run(bad)
-    assert out.returncode == 1 and "mass" in out.stdout and "settles in" not in out.stdout, out.stdout
+    assert out.returncode == 1, out.stdout
+    assert "mass" in out.stdout and "settles in" not in out.stdout, out.stdout
 
 
 def test_two_arms_print_the_tree_and_name_its_own_flags():
@@ -93,7 +94,8 @@ def test_stiff_damping_is_a_warning(tmp_path):
 
 def test_a_moving_link_without_inertial_is_one_finding_not_a_traceback(tmp_path):
     """The seeds' 2R arm with link2's <inertial> taken out: joint2 moves nothing, M is
-    singular; inspect names the joint and the link, exit 1 (the nodes refuse it)."""
+    singular; inspect names the joint and the link, exit 1 (the nodes refuse it).
+    """
     text = (URDF_DIR / "two_link.urdf").read_text()
     start = text.index('<link name="link2"')
     end = text.index("</link>", start)
@@ -111,8 +113,10 @@ def test_a_zero_pose_the_effort_limits_cannot_hold_is_said_with_the_joint_torque
     """Baxter's left arm (example-robot-data's file): at its zero pose (zeros, left_e1 moved
     10 % of its range off its stop, 0.05 rad below zero), left_s1 needs 55.92 N m against
     gravity (g(q), our inverse dynamics) over its 50 N m limit. inspect says so and where the
-    simulator starts it instead, a pose that needs at most 80 % of every limit."""
+    simulator starts it instead, a pose that needs at most 80 % of every limit.
+    """
     from conftest import robots_dir
+
     from dyn_control import gravity_torques, load_chain
     from dyn_control.sim.simulation import HOLD_SHARE, default_initial_positions
     path = robots_dir() / "baxter_description/urdf/baxter.urdf"
@@ -138,8 +142,10 @@ def test_inspect_on_real_arms_prints_the_chain_load_chain_builds(name):
     """On example-robot-data's own files, what inspect prints is the chain load_chain builds
     (the reference): each joint's row, its lumped mass to 4 figures and its limits, the lumped
     links, the locked fingers (the Panda's), and findings none, exit 0 (the nodes run all
-    four); the xArm7's stiff damping and Baxter's zero pose come as warnings."""
+    four); the xArm7's stiff damping and Baxter's zero pose come as warnings.
+    """
     from conftest import robots_dir
+
     from dyn_control import load_chain
     rel, flags = REAL[name]
     path = robots_dir() / rel
@@ -149,15 +155,15 @@ def test_inspect_on_real_arms_prints_the_chain_load_chain_builds(name):
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()
             if line.split() and line.split()[0] in chain.joint_names}
     assert list(rows) == list(chain.joint_names)
-    for joint, mass in zip(chain.joints, chain.mass):
-        row = rows[joint.name]
+    for info, mass in zip(chain.joints, chain.mass):
+        row = rows[info.name]
         assert float(row[6]) == pytest.approx(mass, rel=5e-4)
-        for value, limit in zip(row[10:14], (joint.lower, joint.upper, joint.effort,
-                                             joint.velocity)):
+        for value, limit in zip(row[10:14], (info.lower, info.upper, info.effort,
+                                             info.velocity)):
             assert value == "-" if not np.isfinite(limit) else float(value) == pytest.approx(
                 limit, rel=5e-4)
-    for joint, links in zip(chain.joint_names, chain.lumped_links):
-        assert f"  {joint}: {', '.join(links)}" in out.stdout
+    for joint_name, links in zip(chain.joint_names, chain.lumped_links):
+        assert f"  {joint_name}: {', '.join(links)}" in out.stdout
     assert "findings: none" in out.stdout
     if chain.locked_joints:
         assert ("locked at their zero position and lumped: " + ", ".join(chain.locked_joints)

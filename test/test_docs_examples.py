@@ -1,11 +1,11 @@
 """Every Python code block of README.md and docs/*.md runs as written (from the package's
 folder, blocks of one page in one namespace, in order), so an example can never name a link,
-a function or an argument that does not exist."""
+a function or an argument that does not exist.
+"""
 
 import re
 
 import pytest
-
 from conftest import PACKAGE_DIR
 
 PAGES = [PACKAGE_DIR / "README.md", *sorted((PACKAGE_DIR / "docs").glob("*.md"))]

@@ -12,24 +12,25 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import robots_dir, table_values
+from test_urdf_files import real_arms
+
 from dyn_control import load_chain
 from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
 from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
-from dyn_control.parameters import CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
-from dyn_control.sim.core import SimulatorCore, simulator_settings
 from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.trajectory import demo_waypoints
-from test_urdf_files import real_arms
+from dyn_control.parameters import CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
+from dyn_control.sim.core import SimulatorCore, simulator_settings
 
 SWEEP_SECONDS = 4.0  # make sweep's duration
 
 
 def lockstep(chain, seconds, mode=None, goal=True):
     """The cores in lockstep at 1 ms from the simulator's default start; -> the controller
-    core after `seconds`, the demo's goal offered at its first state."""
+    core after `seconds`, the demo's goal offered at its first state.
+    """
     overrides = {} if mode is None else {"mode": mode}
     ctl = ControllerCore(controller_settings(chain, table_values(CONTROLLER, **overrides)))
     sim = SimulatorCore(chain, simulator_settings(chain, table_values(SIMULATOR)))

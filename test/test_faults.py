@@ -23,10 +23,10 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-
 from conftest import PACKAGE_DIR  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
 from harness import processes  # noqa: E402
 from harness.loop import closed_loop, node_status  # noqa: E402
 from harness.metrics import faults, tracking_figures  # noqa: E402
@@ -40,7 +40,8 @@ class Counter:
 
     def __init__(self, node, msg_type, topic):
         self.times = []
-        node.create_subscription(msg_type, topic, lambda _: self.times.append(time.monotonic()), 100)
+        node.create_subscription(msg_type, topic, lambda _: self.times.append(time.monotonic()),
+                                 100)
 
     def since(self, t):
         return sum(1 for x in self.times if x > t)
@@ -109,7 +110,8 @@ def test_controller_killed_and_restarted(ros, tmp_path):
         _, q_d, _, tau = recorder.series("references")
         last_tau, last_q = tau[-1], q_d[-1] - recorder.series("errors")[1][-1]
         second = start("computed_torque_controller", domain, tmp_path / "second")
-        wait_for(lambda: len(recorder.series("references")[0]) > seen + 2000, 60, "the new controller")
+        wait_for(lambda: len(recorder.series("references")[0]) > seen + 2000, 60,
+                 "the new controller")
         _, q_new, _, tau_new = recorder.series("references")
         jump = np.abs(tau_new[seen] - last_tau).max()
         drift = np.abs(q_new[seen:] - last_q).max()
@@ -242,7 +244,8 @@ def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
 
 def _cpu_hogs(count):
     """Processes that keep a core busy each until SIGINT, then exit 0."""
-    spin = "import signal, sys; signal.signal(signal.SIGINT, lambda *_: sys.exit(0))\nwhile True: pass"
+    spin = ("import signal, sys; signal.signal(signal.SIGINT, lambda *_: sys.exit(0))\n"
+            "while True: pass")
     return [(f"cpu_hog{i}", [sys.executable, "-c", spin]) for i in range(count)]
 
 

@@ -9,12 +9,13 @@
 
 import numpy as np
 import pytest
-
 from conftest import require
+
 from dyn_control import URDFError, load_chain
 
 hypothesis = require("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -97,13 +98,13 @@ def test_random_joint_lists_load_or_raise_urdf_error(text, joints):
 # ------------------------------------------------------------------ message readers
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
+from conftest import URDF_DIR  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from conftest import URDF_DIR  # noqa: E402
-from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.controller import goals  # noqa: E402
+from dyn_control.nodes import messages  # noqa: E402
 
 CHAIN = load_chain(URDF_DIR / "two_link.urdf")
 FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)

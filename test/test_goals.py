@@ -1,5 +1,5 @@
-"""Trajectory goals without ROS: the checks, the tolerances and the outcomes of dyn_control.controller.goals
-and of the controller core's goal path, with synthetic time.
+"""Trajectory goals without ROS: the checks, the tolerances and the outcomes of
+dyn_control.controller.goals and of the controller core's goal path, with synthetic time.
 
 References: joint_trajectory_controller's rules (its tolerances.hpp and test_tolerances.cpp:
 a goal value > 0 replaces the default, 0 keeps it, -1 removes it; 0 is not checked), its error
@@ -8,13 +8,13 @@ codes, and closed forms of the interpolation.
 
 import numpy as np
 import pytest
-
 from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
+
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller import goals
 from dyn_control.controller.core import ControllerCore
-from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.goals import GoalRefused, Request, Tolerances
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER
 
 Q, ZERO, NAMES = np.array(BENT_POSE), np.zeros(7), DEFAULT_JOINTS
@@ -29,7 +29,8 @@ def settings(chain, **overrides):
     """The controller's defaults (CONTROLLER's table, per-joint entries too) with overrides,
     without the external-torque observer: these states are made up (the arm stays put under
     any torque), which the observer rightly reads as a collision; nor the soft start and the
-    rate limit: the commands checked are the law's (test_limits.py checks those)."""
+    rate limit: the commands checked are the law's (test_limits.py checks those).
+    """
     return controller_settings(chain, table_values(
         CONTROLLER, **{"external_torque.enabled": False, "max_effort_rate": 0.0,
                        "soft_start": 0.0, **overrides}))
@@ -70,7 +71,8 @@ def test_refusals_carry_jtc_codes_and_the_running_goal_goes_on(chain):
         (request(Q[:6]), goals.INVALID_GOAL, "6 positions for 7 joints"),
         (request(Q + 10.0), goals.INVALID_GOAL, "outside its limits"),
         (request(np.where(np.arange(7) == 3, np.nan, Q)), goals.INVALID_GOAL, "non-finite"),
-        (request(Q, velocities=[np.full(7, 0.1)]), goals.INVALID_GOAL, "velocity of joint 'joint1'"),
+        (request(Q, velocities=[np.full(7, 0.1)]), goals.INVALID_GOAL,
+         "velocity of joint 'joint1'"),
         # stamped t = 0.5 s, its only point 0.4 s later: it ended before the core's t = 1 s
         (request(Q, stamp=0.5, times=(0.4,)), goals.OLD_HEADER_TIMESTAMP, "ends at t = 0.900 s"),
         (request(Q, path_tolerance=(("joint1", -2.0, 0.0, 0.0),)), goals.INVALID_GOAL,
@@ -100,7 +102,8 @@ def test_partial_goals_and_moving_ends_when_allowed(chain):
     goal = core.offer(request([0.7], names=("joint2",), velocities=[[0.1]]))
     assert goal.status == "active"
     # the joints left out hold their current desired position (here the held start, Q)
-    np.testing.assert_allclose(core.goals.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
+    np.testing.assert_allclose(core.goals.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1,
+                                                                              0.7, Q))
 
 
 # ------------------------------------------------------------------ tolerances, JTC's rules
@@ -171,7 +174,8 @@ def test_a_path_violation_aborts_and_holds_the_measured_position(chain):
     stuck = Q.copy()  # the arm does not move: the error grows to 0.01 rad on joint 3
     command = run(core, lambda t: stuck, 1.001, 2.0, until=lambda: goal.done)
     assert goal.code == goals.PATH_TOLERANCE_VIOLATED and goal.outcome == "aborted"
-    assert "joint 'joint3' position error" in goal.reason and "path tolerance 0.01 rad" in goal.reason
+    assert "joint 'joint3' position error" in goal.reason
+    assert "path tolerance 0.01 rad" in goal.reason
     # the command of the aborting tick is already the hold: the measured position, at rest
     np.testing.assert_allclose(command.desired[0], stuck)
     np.testing.assert_allclose(command.tau, gravity_torques(chain, stuck), atol=1e-9)
@@ -225,7 +229,8 @@ def test_cancel_holds_where_the_arm_is(chain):
     goal = core.offer(request(Q + 0.2, times=(2.0,)))
     run(core, lambda t: Q + 0.01, 1.001, 1.5)
     assert core.cancel(goal) and goal.outcome == "canceled" and goal.code == goals.SUCCESSFUL
-    np.testing.assert_allclose(core.goals.trajectory.sample(1.6)[0], Q + 0.01)  # measured, not desired
+    np.testing.assert_allclose(core.goals.trajectory.sample(1.6)[0],
+                               Q + 0.01)  # measured, not desired
     assert not core.cancel(goal)  # nothing left to cancel
 
 
@@ -313,4 +318,5 @@ def test_a_goal_that_succeeds_far_from_its_point_without_a_goal_tolerance_says_h
     goal = core.offer(request(far, times=(0.0,))._replace(source="action"))
     core.update(0.0, (1.001, Q, ZERO))
     assert goal.code == goals.SUCCESSFUL, goal.reason
-    assert "no goal tolerance set" in goal.reason and "'joint2' is still" in goal.reason, goal.reason
+    assert "no goal tolerance set" in goal.reason, goal.reason
+    assert "'joint2' is still" in goal.reason, goal.reason

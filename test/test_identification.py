@@ -9,19 +9,28 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
+
 from dyn_control import inverse_dynamics, load_chain
-from dyn_control.model.inertia import check_inertia
-from dyn_control.identification.offline import identify as identify_run
-from dyn_control.identification.offline import samples as recorded_samples
-from dyn_control.identification.offline import main as identify_main
-from dyn_control.recording import write_states
-from dyn_control.identification.signals import check_recording
 from dyn_control.identification.excitation import optimize
-from dyn_control.identification.fit import (INERTIAL, BaseParameters, consistent_fit, fit,
-                                        identified_urdf, parameter_names, parameters,
-                                        perturbed, pivoted_qr, regressor)
+from dyn_control.identification.fit import (
+    INERTIAL,
+    BaseParameters,
+    consistent_fit,
+    fit,
+    identified_urdf,
+    parameter_names,
+    parameters,
+    perturbed,
+    pivoted_qr,
+    regressor,
+)
+from dyn_control.identification.offline import identify as identify_run
+from dyn_control.identification.offline import main as identify_main
+from dyn_control.identification.offline import samples as recorded_samples
+from dyn_control.identification.signals import check_recording
+from dyn_control.model.inertia import check_inertia
+from dyn_control.recording import write_states
 
 ARMS = PIN_ARMS
 
@@ -46,7 +55,8 @@ def states(chain, count, seed=0):
 @pytest.mark.parametrize("name", ["default_arm", *ARMS, "dual_arm_tree"])
 def test_the_regressor_times_the_parameters_is_the_inverse_dynamics(name):
     """Y pi = inverse dynamics + damping qd + friction sign(qd), to 1e-12 of the largest
-    torque, at random states (the URDF's friction as the simulator's Coulomb term)."""
+    torque, at random states (the URDF's friction as the simulator's Coulomb term).
+    """
     _, chain = arm(name)
     pi = parameters(chain)
     assert len(pi) == len(parameter_names(chain)) == (INERTIAL + 3) * chain.n
@@ -61,7 +71,8 @@ def test_the_regressor_times_the_parameters_is_the_inverse_dynamics(name):
 def test_the_regressor_and_parameters_match_pinocchio(name):
     """Our inertial columns against pin.computeJointTorqueRegressor on the model with the
     off-chain joints locked (its bodies are ours: the same lumping), and each body's pi_i
-    against Pinocchio's dynamic parameters of the same body; 1e-9 relative."""
+    against Pinocchio's dynamic parameters of the same body; 1e-9 relative.
+    """
     pin = require("pinocchio")
     from pin_reference import PinReference
     path, chain = arm(name)
@@ -88,7 +99,8 @@ def test_the_base_parameters_explain_every_torque(name):
     """Y pi = Y_b beta at states the decomposition never saw (1e-12 of the largest torque);
     the rank is numpy's matrix_rank (SVD) of the stacked regressor, and the base columns are of
     full rank; a body-1 parameter that the first joint cannot feel alone (its mass) is not a
-    base parameter by itself."""
+    base parameter by itself.
+    """
     _, chain = arm(name)
     base = BaseParameters(chain, samples=60)
     pi = parameters(chain)
@@ -103,7 +115,8 @@ def test_the_base_parameters_explain_every_torque(name):
 
 def test_pivoted_qr_matches_lapacks_pivoting():
     """pivoted_qr against scipy.linalg.qr(pivoting=True) (LAPACK geqp3) on a badly scaled
-    matrix with a dependent and a zero column: the same order, |diag R| to 1e-9, rank 28."""
+    matrix with a dependent and a zero column: the same order, |diag R| to 1e-9, rank 28.
+    """
     linalg = require("scipy.linalg")
     rng = np.random.default_rng(0)
     W = rng.normal(size=(200, 30)) * 10.0 ** rng.uniform(-3, 3, 30)
@@ -129,7 +142,8 @@ def default_setup():
 
 def samples(chain, truth, trajectory, step=1e-2):
     """Stacked nominal regressor rows and the truth's torques (its own inverse dynamics and
-    friction: an independent route) along a period of the trajectory."""
+    friction: an independent route) along a period of the trajectory.
+    """
     t = np.arange(0.0, trajectory.period, step)
     W, tau = [], []
     for q, qd, qdd in zip(*trajectory(t)):
@@ -141,7 +155,8 @@ def samples(chain, truth, trajectory, step=1e-2):
 
 def test_the_excitation_is_at_rest_at_both_ends_and_inside_the_limits(default_setup):
     """qd = qdd = 0 and q = the start at t = 0 and after a whole period (1e-12); position,
-    velocity (URDF) and effort (the model's torques) within the limits at 2001 samples."""
+    velocity (URDF) and effort (the model's torques) within the limits at 2001 samples.
+    """
     chain, _, trajectory, cond, _ = default_setup
     q, qd, qdd = trajectory(np.linspace(0.0, trajectory.period, 2001))
     for k in (0, -1):
@@ -160,7 +175,8 @@ def test_noise_free_identification_recovers_the_truth(default_setup, seed):
     """A perturbed truth (identification.perturbed: issue 31's recipe) seen through its exact
     states and torques: the base parameters within 0.5 % (relative norm), friction within 1 %,
     and a held-out trajectory's torques within 0.5 % of each joint's RMS; the nominal model
-    is far off by the same measure (> 10 %), so the check has teeth."""
+    is far off by the same measure (> 10 %), so the check has teeth.
+    """
     chain, base, trajectory, _, held_out = default_setup
     truth = perturbed(chain, seed)
     W, tau = samples(chain, truth, trajectory)
@@ -184,7 +200,8 @@ def test_with_effort_noise_the_truth_is_inside_the_reported_bound(default_setup)
     """Effort noise of 1 % of each joint's RMS torque on exact states (the signal chain of
     filtering and differentiation is not built yet): the base parameters within 3 %, and the
     truth inside the 99.9 % ellipsoid of the reported covariance (chi-square with k degrees
-    of freedom, scipy's quantile); one seed of noise."""
+    of freedom, scipy's quantile); one seed of noise.
+    """
     stats = require("scipy.stats")
     chain, base, trajectory, _, _ = default_setup
     truth = perturbed(chain, 0)
@@ -204,12 +221,13 @@ def test_with_effort_noise_the_truth_is_inside_the_reported_bound(default_setup)
 def test_the_perturbed_truth_is_a_physical_arm(seed):
     """Every body of the truth passes the loader's own inertia checks, its 4 x 4
     pseudo-inertia is positive definite (numpy's eigenvalues), and the proximal joints carry
-    the friction of the recipe."""
+    the friction of the recipe.
+    """
     chain = load_chain(DEFAULT_ARM)
     truth = perturbed(chain, seed)
     for i in range(chain.n):
         assert not check_inertia(f"body {i}", truth.mass[i], truth.inertia[i])
-        I, h, m = truth.inertia_origin[i], truth.h[i], truth.mass[i]
+        I, h, m = truth.inertia_origin[i], truth.h[i], truth.mass[i]  # noqa: E741
         pseudo = np.block([[0.5 * np.trace(I) * np.eye(3) - I, h[:, None]],
                            [h[None, :], np.array([[m]])]])
         assert np.linalg.eigvalsh(pseudo).min() > 0
@@ -224,7 +242,7 @@ def pseudo_inertia_eigenvalues(pi, n):
     for i in range(n):
         m, h = pi[10 * i], pi[10 * i + 1:10 * i + 4]
         xx, xy, yy, xz, yz, zz = pi[10 * i + 4:10 * i + 10]
-        I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])  # noqa: E741
         J = np.block([[0.5 * np.trace(I) * np.eye(3) - I, h[:, None]],
                       [h[None, :], np.array([[m]])]])
         out.append(np.linalg.eigvalsh(J).min())
@@ -235,7 +253,8 @@ def test_the_consistent_fit_is_physical_and_fits_as_well(default_setup):
     """With 1 % effort noise: the consistent fit's bodies all have a positive semidefinite
     pseudo-inertia (numpy's eigenvalues >= -1e-9) and friction >= 0, where the plain
     least-squares solution on the full parameters is not physical; its residual is at most
-    1.1x the plain base fit's; its base parameters are within 3 % of the truth's."""
+    1.1x the plain base fit's; its base parameters are within 3 % of the truth's.
+    """
     require("clarabel")
     chain, base, trajectory, _, _ = default_setup
     truth = perturbed(chain, 1)
@@ -259,7 +278,8 @@ def test_the_consistent_fit_is_physical_and_fits_as_well(default_setup):
 def test_the_identified_urdf_loads_as_the_fit(name):
     """identified_urdf with a perturbed truth's parameters, loaded back the same way: its
     chain's inertial parameters, damping and friction are the ones written (1e-9 relative),
-    the Panda's hand and fingers included (their share sits on panda_link7)."""
+    the Panda's hand and fingers included (their share sits on panda_link7).
+    """
     path, chain = arm(name)
     pi = parameters(perturbed(chain, 2))
     kwargs = ARMS[name][1] if name in ARMS else {}
@@ -274,7 +294,8 @@ def test_the_identified_urdf_loads_as_the_fit(name):
 def recording(truth, trajectory, seed, periods=2, sigma_q=1e-4, effort_share=0.01):
     """A 1 kHz recording of the truth following the trajectory exactly, with issue 31's noise:
     sigma_q on q and effort_share of each joint's RMS torque on the efforts -> (t, q, effort,
-    the true torques, each joint's RMS torque)."""
+    the true torques, each joint's RMS torque).
+    """
     t = np.arange(0.0, periods * trajectory.period, 1e-3)
     q, qd, qdd = trajectory(t)
     tau = np.array([inverse_dynamics(truth, *x) + truth.damping * x[1]
@@ -291,7 +312,8 @@ def test_identification_through_the_signal_chain_with_noise(default_setup, seed)
     joint's RMS torque, through signals.prepare (filtering, differentiation, the samples kept)
     and the weighted fit: the base parameters within 3 % of the truth's (relative norm), the
     held-out trajectory's torques within 3 % of each proximal joint's RMS and 5 % on the wrist
-    (RMS of the error), and the truth inside the 99.9 % ellipsoid of the covariance."""
+    (RMS of the error), and the truth inside the 99.9 % ellipsoid of the covariance.
+    """
     require("scipy.signal")
     stats = require("scipy.stats")
     chain, base, trajectory, _, held_out = default_setup
@@ -323,9 +345,11 @@ def test_the_position_filter_follows_the_recordings_noise(default_setup):
     to be the highest under 2 % (within a quarter of it: the rule is spectral, this measures
     one draw). Which one that is depends on the optimized excitation's RMS qdd, which moves
     with the machine's floating point: 10 Hz (1.9 %) on one machine, 7 Hz on another, where
-    10 Hz let in 2.26 %."""
+    10 Hz let in 2.26 %.
+    """
     require("scipy.signal")
     from scipy.signal import butter, filtfilt
+
     from dyn_control.identification.signals import CUTOFFS, position_cutoff, position_noise
     _, _, trajectory, _, _ = default_setup
     t = np.arange(0.0, 2 * trajectory.period, 1e-3)
@@ -354,7 +378,8 @@ def test_huber_weights_take_the_pull_of_a_few_bad_rows_away():
     residual of 100 noise sigmas whose sign follows a column (as friction's jump, smeared by
     the filter, follows the motion); plain least squares is pulled by far more than the noise
     allows (over 20 standard errors; 189 seen), and with huber_weights the estimate is back
-    within 5 (3.9 seen). The bad rows' weights fall below 0.2, the median good row keeps 1."""
+    within 5 (3.9 seen). The bad rows' weights fall below 0.2, the median good row keeps 1.
+    """
     from dyn_control.identification.fit import huber_weights
     rng = np.random.default_rng(0)
     n, samples, count = 3, 2000, 6
@@ -376,7 +401,8 @@ def test_huber_weights_take_the_pull_of_a_few_bad_rows_away():
 def test_states_the_recorder_missed_split_the_recording_and_bias_nothing(default_setup):
     """A recording with 40 gaps of 5 to 60 ms (states a starved recorder lost; 62 ms seen over
     DDS under load): signals.prepare takes each stretch alone, and the base parameters from
-    the exact torques stay within issue 31's noise-free 0.5 % of the truth's (relative norm)."""
+    the exact torques stay within issue 31's noise-free 0.5 % of the truth's (relative norm).
+    """
     require("scipy.signal")
     chain, base, trajectory, _, _ = default_setup
     truth = perturbed(chain, 0)
@@ -395,7 +421,8 @@ def test_states_the_recorder_missed_split_the_recording_and_bias_nothing(default
 
 def test_a_bad_recording_is_refused_with_one_line_naming_it(default_setup):
     """check_recording: None for a good recording; one line naming the fault and its value
-    for a non-finite sample, a short run, a joint that never moves, saturated efforts."""
+    for a non-finite sample, a short run, a joint that never moves, saturated efforts.
+    """
     chain, _, trajectory, _, _ = default_setup
     t, q, effort, _, _ = recording(chain, trajectory, 0, periods=1)
     qd = np.gradient(q, t, axis=0)
@@ -424,7 +451,8 @@ def test_identify_from_bags_writes_a_urdf_that_predicts_the_validation_run(defau
     rosbags, then `identify --from-bag --validation`: exit 0; the URDF it writes loads and
     carries the consistent fit; its report predicts the validation run within 3 % of each
     joint's RMS torque where the nominal URDF is off by more than 10 %; the PNG exists. A
-    recording with a non-finite effort is refused: exit 2, one line, no URDF written."""
+    recording with a non-finite effort is refused: exit 2, one line, no URDF written.
+    """
     require("rosbags")
     require("clarabel")
     chain, _, trajectory, _, held_out = default_setup
@@ -465,12 +493,13 @@ def track(model, truth, trajectory, periods=1, start_seconds=0.5):
     limits on, no rate limit) drives a
     Simulation of `truth` (a simulated real arm: REAL_ARM_SUBSTEPS) along `periods` of the
     trajectory, sent as one goal of 50 Hz waypoints. -> (t, q, qd, the applied effort, each
-    (m, n), from the goal's start; the tracking error (m, n))."""
+    (m, n), from the goal's start; the tracking error (m, n)).
+    """
     from dyn_control.controller.core import ControllerCore
     from dyn_control.controller.goals import Request
+    from dyn_control.controller.settings import controller_settings
     from dyn_control.parameters import CONTROLLER
     from dyn_control.sim.simulation import REAL_ARM_SUBSTEPS, Simulation
-    from dyn_control.controller.settings import controller_settings
     # no rate limit: a nominal model's commands, far from what the arm needs, were clipped
     # (the UR10's), and the comparison is of the models' torques, not of the clip
     values = {"external_torque.enabled": False, "ki": 0.0, "max_effort_rate": 0.0}
@@ -513,7 +542,8 @@ def closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=None, per
     computed torque with integral off given the nominal, the identified and the true URDF.
     The identified URDF is written into `source`, the file the chain came from (load: its
     load_chain keywords), and loaded back from that text.
-    -> the RMS tracking error of each (worst joint's RMS, rad)."""
+    -> the RMS tracking error of each (worst joint's RMS, rad).
+    """
     runs = []
     for traj, count in ((trajectory, periods), (held_out, 1)):
         t, q, qd, effort, _ = track(chain, truth, traj, periods=count)
@@ -544,7 +574,8 @@ def test_closed_loop_within_1_5x_of_the_true_urdf(default_setup, seed):
     (REAL_ARM_SUBSTEPS), and 20 s of excitation: the identified URDF tracks the held-out
     trajectory within 1.5x of the controller given the true URDF (1.26x, 1.24x, 1.41x seen
     with the excitation in the controller's free zone; 1.08x, 1.30x, 1.28x through the whole
-    range) and at least 10x better than the nominal one (670x to 1486x seen)."""
+    range) and at least 10x better than the nominal one (670x to 1486x seen).
+    """
     require("clarabel")
     chain, _, trajectory, _, held_out = default_setup
     rms = closed_loop_figures(chain, perturbed(chain, seed), trajectory, held_out)
@@ -560,7 +591,8 @@ def test_closed_loop_with_noise_within_2_5x_of_the_true_urdf(default_setup, seed
     excitation keeps out of the controller's limits (its barriers' margins and headway, 0.72
     of each velocity limit: 1.88x, 1.51x, 1.76x over the whole range); 80 s left seed 1 at
     2.08x, so what is left there is the position noise through q-double-dot, a bias that grows
-    as the motion shrinks, not the effort noise, which averages out (20 s gave 2.1x to 2.8x)."""
+    as the motion shrinks, not the effort noise, which averages out (20 s gave 2.1x to 2.8x).
+    """
     require("clarabel")
     chain, _, trajectory, _, held_out = default_setup
     rms = closed_loop_figures(chain, perturbed(chain, seed), trajectory, held_out,
@@ -573,7 +605,8 @@ def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_se
     """signals.prepare with effort_delay: the simulator's effort, held over the step before
     each state, read half a step later is the torque at the state's time. On the in-process
     loop, the truth's own regressor predicts the delayed effort at least 10x closer than the
-    raw one (240x seen; the raw pairing is off by the torque's change over half a step)."""
+    raw one (240x seen; the raw pairing is off by the torque's change over half a step).
+    """
     require("scipy.signal")
     from dyn_control.identification.signals import prepare
     chain, _, trajectory, _, _ = default_setup
@@ -590,7 +623,8 @@ def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_se
 
 def real_arm_setup(name):
     """(URDF path, load_chain keywords, chain, excitation, held-out trajectory) of an arm of
-    ARMS or the UR10, from the simulator's default start (where make identify starts it)."""
+    ARMS or the UR10, from the simulator's default start (where make identify starts it).
+    """
     from dyn_control.sim.simulation import default_initial_positions
     rel, kwargs = {**ARMS, "ur10": ("ur_description/urdf/ur10_robot.urdf", {})}[name]
     path = robots_dir() / rel
@@ -613,7 +647,8 @@ def test_a_real_arms_own_file_identified_tracks_within_1_5x_of_the_truth(name, s
     the true URDF and at least 10x better than the nominal file (`seen`: the two figures).
     With the friction written into the UR5's transmissions instead, it was 1.1x better than
     nominal; with the Panda started at joint 6's stop, 0.0175 rad above it, the excitation
-    could not move that joint and the loop was at 1.98x."""
+    could not move that joint and the loop was at 1.98x.
+    """
     require("clarabel")
     path, kwargs, chain, trajectory, held_out = real_arm_setup(name)
     rms = closed_loop_figures(chain, perturbed(chain, 0), trajectory, held_out, source=path,
@@ -625,7 +660,8 @@ def test_a_real_arms_own_file_identified_tracks_within_1_5x_of_the_truth(name, s
 def test_identify_help_gives_both_forms_and_a_refit_does_not_overwrite_the_live_urdf(
         monkeypatch, capsys):
     """`identify --help` (the console script) names the live node's ROS parameters and prints
-    the offline fit's options, exit 0; a refit's default name is the URDF's with _refit."""
+    the offline fit's options, exit 0; a refit's default name is the URDF's with _refit.
+    """
     from dyn_control.nodes import entry
     monkeypatch.setattr("sys.argv", ["identify", "--help"])
     with pytest.raises(SystemExit) as stop:

@@ -2,23 +2,23 @@
 perturbed truth, the controller and the identify node know example-robot-data's file,
 unchanged: the UR5's with its <transmission>s, the Panda's with its hand (harness/identify.py,
 each its own ROS domain).
-References: the truth's parameters and issues 31's and 40's bounds."""
+References: the truth's parameters and issues 31's and 40's bounds.
+"""
 
 import numpy as np
 import pytest
-
 from conftest import require, robots_dir
+from test_identification import track
+
 from dyn_control import load_chain
 from dyn_control.identification.excitation import optimize
 from dyn_control.identification.fit import BaseParameters, identified_urdf, parameters, perturbed
 from dyn_control.sim.simulation import default_initial_positions
-from test_identification import track
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness.identify import run  # noqa: E402
 from harness.loop import closed_loop  # noqa: E402
 from harness.processes import arm_name  # noqa: E402
-
 
 # the Panda's own file passed here quiet (1.27x) but not beside the busy-machine load (1.66x:
 # the fit of a loaded recording), so it runs in process only (test_identification)
@@ -46,8 +46,9 @@ def test_identify_on_a_simulated_real_arm(name, tmp_path):
     the identified URDF than given the nominal file (the UR5 1447x: 3.1e-5 against 4.5e-2
     rad, the worst joint's RMS; the Panda 400x: 2.4e-4 against 9.7e-2), and within 1.5x of
     the true URDF (the demo's motion keeps out of the limits' margins: both near the loop's
-    floor, 2.9e-5 and 3.0e-5 rad, the identified one the lower once). The runs are synchronous in simulated time: the figures do not depend on
-    the load."""
+    floor, 2.9e-5 and 3.0e-5 rad, the identified one the lower once). The runs are synchronous in
+    simulated time: the figures do not depend on the load.
+    """
     require("clarabel")
     require("rosbags")
     from dyn_control.recording import read_states

@@ -9,14 +9,22 @@ import itertools
 
 import numpy as np
 import pytest
-
 from conftest import URDF_DIR, robots_dir
-from dyn_control import (bias_forces, forward_dynamics, gravity_torques, inverse_dynamics,
-                         kinetic_energy, load_chain, mass_matrix, potential_energy)
+from examples import random_chain_urdf
+
+from dyn_control import (
+    bias_forces,
+    forward_dynamics,
+    gravity_torques,
+    inverse_dynamics,
+    kinetic_energy,
+    load_chain,
+    mass_matrix,
+    potential_energy,
+)
 from dyn_control.kernels import frames, newton_euler, views
 from dyn_control.kernels.compile import HAVE_NUMBA
 from dyn_control.model.layout import Data
-from examples import random_chain_urdf
 
 ROUND_OFF = 1e-10  # relative, for identities that hold exactly up to floating point
 FINITE_DIFF = 1e-6  # relative, for identities checked by central differences (step 1e-6)
@@ -175,7 +183,8 @@ def test_batched_dynamics_equal_row_by_row():
     chain = load_chain(URDF_DIR / "default_arm.urdf")
     rng = np.random.default_rng(7)
     q, qd, qdd = rng.uniform(-1.5, 1.5, (3, 101, chain.n))
-    rows = [(inverse_dynamics(chain, *x), bias_forces(chain, x[0], x[1]), gravity_torques(chain, x[0]))
+    rows = [(inverse_dynamics(chain, *x), bias_forces(chain, x[0], x[1]), gravity_torques(chain,
+                                                                                          x[0]))
             for x in zip(q, qd, qdd)]
     for batched, single in zip((inverse_dynamics(chain, q, qd, qdd), bias_forces(chain, q, qd),
                                 gravity_torques(chain, q)), zip(*rows)):

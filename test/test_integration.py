@@ -29,7 +29,8 @@ def run(tmp_path_factory):
     (hidden / "control_msgs" / "__init__.py").write_text(
         "raise ImportError('control_msgs hidden by test_integration')\n")
     with pytest.MonkeyPatch.context() as patch:  # the processes' environment (loop_env)
-        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hidden), os.environ.get("PYTHONPATH")])))
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hidden),
+                                                                 os.environ.get("PYTHONPATH")])))
         return closed_loop("default_arm", 6.0, None, tmp_path_factory.mktemp("integration"), 65,
                            controller_first=3.0)
 

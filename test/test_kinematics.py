@@ -9,17 +9,18 @@ identities of the dynamically consistent inverse; scipy for the rotation log map
 
 import numpy as np
 import pytest
-
 from arm_sweep import arm_paths, load_arm
 from conftest import require, robots_dir
-from dyn_control import kinematics, load_chain, mass_matrix
 from examples import random_chain_urdf
+
+from dyn_control import kinematics, load_chain, mass_matrix
 
 pin = require("pinocchio")
 from pin_reference import PinReference  # noqa: E402  (needs pinocchio)
 
 RTOL = 1e-9
-REFERENCES = {"world": pin.WORLD, "local": pin.LOCAL, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+REFERENCES = {"world": pin.WORLD, "local": pin.LOCAL,
+              "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
 
 
 def _close(a, b, rtol=RTOL):
@@ -65,7 +66,8 @@ def compare_with_pinocchio(path, chain, count=4):
                        into_base[name] @ np.concatenate([a.linear, a.angular]))
             # Lambda from Pinocchio's M and J; 0 damping: the (pseudo-)inverse. Tolerance 1e-9,
             # or the float error of an inverse where A is worse conditioned than 1e5
-            J = turn @ pin.computeFrameJacobian(model, data, qp, fid, pin.LOCAL_WORLD_ALIGNED)[:, ref.v_idx]
+            J = turn @ pin.computeFrameJacobian(model, data, qp, fid,
+                                                pin.LOCAL_WORLD_ALIGNED)[:, ref.v_idx]
             A = J @ np.linalg.solve(ref.crba(q), J.T)
             s = np.linalg.eigvalsh(A)
             kept = s[s > 1e-12 * s[-1]]

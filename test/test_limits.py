@@ -5,23 +5,24 @@ example-robot-data, with no parameter set but the scenario's.
 
 References: the simulator's stops (a step that ends on one counts in `stop_steps`, what a real
 arm's firmware stops for); the rate limit's bound (max_effort_rate * period); the recording
-itself for the replay; the barrier profile's closed form."""
+itself for the replay; the barrier profile's closed form.
+"""
 
 import warnings
 
 import numpy as np
 import pytest
-
 from conftest import DEFAULT_ARM, robots_dir, table_values
-from dyn_control.controller import barriers, teach
+
 from dyn_control import dynamics, kinematics, load_chain
+from dyn_control.controller import barriers, teach
 from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
-from dyn_control.controller.laws import TEACH
 from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
+from dyn_control.controller.laws import TEACH
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER, SIMULATOR
 from dyn_control.sim.core import SimulatorCore, simulator_settings
-from dyn_control.controller.settings import controller_settings
 
 DT = 1e-3
 
@@ -78,7 +79,8 @@ class Lockstep:
 
     def largest_step(self):
         """The largest change of the command between two ticks, as a share of the rate
-        limit's bound (max_effort_rate * period, per joint)."""
+        limit's bound (max_effort_rate * period, per joint).
+        """
         steps = np.abs(np.diff(np.array(self.taus), axis=0)).max(axis=0)
         return float((steps / (self.ctl.settings.max_effort_rate * DT)).max())
 
@@ -138,8 +140,8 @@ def test_the_demo_trajectory_keeps_out_of_the_barriers(rel):
     # make demo's motion from the simulator's start: neither q nor where q heads (q + HEADWAY
     # qd, what a barrier looks at) enters the default margins, nor |qd| the velocity damping's
     # band, so the demo shows the tracking, not the guard; and every joint moves
-    from dyn_control.sim.simulation import default_initial_positions
     from dyn_control.controller.trajectory import demo_waypoints
+    from dyn_control.sim.simulation import default_initial_positions
     chain = arm(rel)
     _, q, qd, _ = demo_waypoints(chain, default_initial_positions(chain))
     rooms = np.array([barriers.room(qk, chain.position_min, chain.position_max)
@@ -201,7 +203,8 @@ def test_a_wall_clamps_a_target_beyond_it_and_the_hand_stops_at_it(rel):
 
 def pushing_moment(chain, q, joint, torque, toward_upper=True):
     """A pure moment at the tip about `joint`'s axis (base axes): a hand turning it (and the
-    joints above it whose axes share its direction)."""
+    joints above it whose axes share its direction).
+    """
     J = kinematics.frame_jacobian(chain, q)
     axis = J[3:, joint] / np.linalg.norm(J[3:, joint])
     return np.concatenate([np.zeros(3), (1 if toward_upper else -1) * torque * axis])
@@ -210,7 +213,8 @@ def pushing_moment(chain, q, joint, torque, toward_upper=True):
 class JointPush:
     """A hand on one joint: at each step the wrench at the joint's child link whose J^T w is
     `accel` times the joint's inertia on that joint alone (least squares; exact while the
-    joints up to it are independent), toward its nearer limit."""
+    joints up to it are independent), toward its nearer limit.
+    """
 
     def __init__(self, loop, joint, accel):
         self.loop, self.joint, self.accel = loop, joint, accel

@@ -16,7 +16,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PACKAGE_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")

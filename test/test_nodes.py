@@ -14,7 +14,6 @@ import time
 import numpy as np
 import pytest
 import yaml
-
 from conftest import CONFIG_DIR, URDF_DIR
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
@@ -51,7 +50,8 @@ def config_overrides(name, node):
 
 class Captured:
     """Replaces a publisher's publish() to keep copies of what the node sends (a real publish
-    serializes at once, so the node refills the same message objects tick after tick)."""
+    serializes at once, so the node refills the same message objects tick after tick).
+    """
 
     def __init__(self, publisher):
         self.messages = []
@@ -63,7 +63,8 @@ def make_controller(**params):
     made up (the arm does not follow the torques), which the external-torque observer rightly
     reads as a collision: it is off here (test_contact_loop runs it over DDS). These tests
     check the law's torques from the first state on, so the soft start and the rate limit are
-    off unless a test sets them (test_limits.py checks them on the defaults)."""
+    off unless a test sets them (test_limits.py checks them on the defaults).
+    """
     params = {"external_torque.enabled": False, "max_effort_rate": 0.0, "soft_start": 0.0,
               **params}
     overrides = config_overrides("controller", "computed_torque_controller")
@@ -71,7 +72,8 @@ def make_controller(**params):
     overrides += [Parameter(k, value=v) for k, v in params.items()]
     node = ComputedTorqueController(parameter_overrides=overrides)
     topics = node.topics
-    return node, Captured(topics.effort_pub), Captured(topics.reference_pub), Captured(topics.error_pub)
+    return (node, Captured(topics.effort_pub), Captured(topics.reference_pub),
+            Captured(topics.error_pub))
 
 
 def expected_command(node, t, q, qd):
@@ -193,7 +195,8 @@ def test_trajectory_before_the_first_state_starts_with_it():
         node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.1]))
         assert node.core.goals.trajectory is None
         node.on_joint_state(state_msg(5.0, NAMES, Q))  # starts now, from here
-        assert node.core.goals.trajectory.kind == "linear" and node.core.goals.trajectory.start_time == 5.0
+        assert node.core.goals.trajectory.kind == "linear"
+        assert node.core.goals.trajectory.start_time == 5.0
         node.on_joint_state(state_msg(6.0, NAMES, Q))
         np.testing.assert_allclose(reference.messages[-1].position, Q + 0.1, atol=1e-12)
     finally:
@@ -205,7 +208,9 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
     try:
         result = node.set_parameters([Parameter("kp", value=100.0)])[0]
         assert result.successful
-        np.testing.assert_array_equal(node.core.law.kd, np.full(7, 20.0))  # kd unset: follows 2 sqrt(kp)
+        np.testing.assert_array_equal(node.core.law.kd, np.full(7,
+                                                                # kd unset: follows 2 sqrt(kp)
+                                                                20.0))
         assert node.set_parameters([Parameter("mode", value="gravity_pd")])[0].successful
         node.on_joint_state(state_msg(0.0, NAMES, Q))
         node.on_joint_state(state_msg(0.1, NAMES, Q - 0.01))
@@ -214,8 +219,10 @@ def test_gains_and_mode_change_at_run_time_and_bad_values_are_refused():
         for name, value, reason in (("mode", "fast", "mode must be one of"),
                                     ("kp", -1.0, "kp must be finite and >= 0"),
                                     ("kd", [1.0, 2.0], "kd must be a scalar or 7 values"),
-                                    ("effort_limits", [1.0, 2.0], "effort_limits must be a scalar or 7"),
-                                    ("effort_limits", "abc", "effort_limits must be a finite number"),
+                                    ("effort_limits", [1.0, 2.0],
+                                     "effort_limits must be a scalar or 7"),
+                                    ("effort_limits", "abc",
+                                     "effort_limits must be a finite number"),
                                     ("friction_deadband", 0.0, "friction_deadband must be > 0"),
                                     ("control_period", 2.0, "control_period must be in (0, 1]"),
                                     ("urdf_file", "/x.urdf", "cannot change while the node runs")):
@@ -262,7 +269,8 @@ def test_a_number_list_as_the_parameter_service_delivers_it_is_taken():
     # payload_com refused that way): the round trip through the message, as the service does it
     node, *_ = make_controller()
     try:
-        sent = [Parameter("payload_mass", value=1.5), Parameter("payload_com", value=[0.0, 0.0, 0.1])]
+        sent = [Parameter("payload_mass", value=1.5), Parameter("payload_com", value=[0.0, 0.0,
+                                                                                      0.1])]
         received = [Parameter.from_parameter_msg(p.to_parameter_msg()) for p in sent]
         assert type(received[1].value).__name__ == "array"
         result = node.set_parameters_atomically(received)
@@ -292,10 +300,12 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
         partial = trajectory_msg(["joint2"], [1.0], [[0.7]])
         node.on_trajectory(partial)  # refused by default (allow_partial_joints_goal), as JTC
         assert node.core.goals.trajectory is running
-        assert node.set_parameters([Parameter("allow_partial_joints_goal", value=True)])[0].successful
+        assert node.set_parameters([Parameter("allow_partial_joints_goal",
+                                              value=True)])[0].successful
         node.on_trajectory(partial)  # now accepted: the other joints hold
         assert node.core.goals.trajectory is not running
-        np.testing.assert_allclose(node.core.goals.trajectory.sample(5.0)[0], np.where(np.arange(7) == 1, 0.7, Q))
+        np.testing.assert_allclose(node.core.goals.trajectory.sample(5.0)[0],
+                                   np.where(np.arange(7) == 1, 0.7, Q))
     finally:
         node.destroy_node()
 
@@ -303,7 +313,8 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
 def test_round_trip_over_dds():
     """A state published on /joint_states comes back as the effort command the law gives."""
     node, *_ = make_controller()
-    node.topics.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+    node.topics.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands",
+                                                   10)
     peer = rclpy.create_node("peer")
     got = []
     peer.create_subscription(Float64MultiArray, "/effort_controller/commands",
@@ -337,7 +348,8 @@ def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
     states = Captured(node.state_pub)
     try:
         assert node.core.settings["synchronous"]
-        np.testing.assert_array_equal(node.core.sim.q, default_initial_positions(node.core.sim.chain))
+        np.testing.assert_array_equal(node.core.sim.q,
+                                      default_initial_positions(node.core.sim.chain))
         tau = np.linspace(-1, 1, 7)
         node.on_command(Float64MultiArray(data=tau.tolist()))
         wait_until(lambda: states.messages, 5.0)
@@ -416,7 +428,8 @@ def wait_until(condition, timeout):
 
 def test_trajectory_demo_says_on_diagnostics_what_it_waits_for():
     """Started alone, it reports what it waits for (the controller's action server; once that
-    is there, a joint state naming the arm's joints), on /diagnostics' status values."""
+    is there, a joint state naming the arm's joints), on /diagnostics' status values.
+    """
     demo = TrajectoryDemo(parameter_overrides=[
         *config_overrides("demo", "trajectory_demo"), Parameter("urdf_file", value=ARM)])
     try:
@@ -436,7 +449,8 @@ def test_trajectory_demo_centres_on_a_state_taken_once_the_controller_is_ready()
     """States from before the controller is ready are not taken (an arm nobody holds sags);
     after it, the first state is the centre, and the one trajectory goes out at once.
     Reference: sine_waypoints' fade-out ends at rest on its centre, so the last point is the
-    state, to 1e-12."""
+    state, to 1e-12.
+    """
     demo = TrajectoryDemo(parameter_overrides=[
         *config_overrides("demo", "trajectory_demo"), Parameter("urdf_file", value=ARM),
         Parameter("interface", value="topic")])
@@ -464,6 +478,7 @@ def test_trajectory_demo_centres_on_a_state_taken_once_the_controller_is_ready()
 
 def test_default_initial_positions_use_the_limits_midpoint_when_zero_is_outside():
     from conftest import robots_dir
+
     from dyn_control import load_chain
     chain = load_chain(robots_dir() / "panda_description/urdf/panda.urdf", tip_link="panda_hand")
     q0 = default_initial_positions(chain)
@@ -489,7 +504,8 @@ def test_bad_configuration_stops_the_node_with_one_line(params, named):
     assert "Traceback" not in res.stderr
 
 
-# ------------------------------------------------------------------ faults (issue: safe under bad input)
+# ------------------------------------------------------------------ faults (issue: safe under bad
+# input)
 
 
 def go_stale(node, q):
@@ -523,14 +539,16 @@ def test_state_timeout_holds_gravity_compensation_then_recovers_without_a_jump()
         np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q),
                                    atol=1e-12)
         sent = len(effort.messages)
-        node.on_watchdog(node.core.watchdog.last_seen + node.core.watchdog.timeout + 0.06)  # keeps holding
+        # keeps holding
+        node.on_watchdog(node.core.watchdog.last_seen + node.core.watchdog.timeout + 0.06)
         assert len(effort.messages) == sent + 1
         held = np.array(effort.messages[-1].data)
         node.on_joint_state(state_msg(1.5, NAMES, Q))  # states are back, arm where it was
         assert not node.core.watchdog.stale
         # the first command after recovery equals the holding torque (at rest): no jump
         np.testing.assert_allclose(effort.messages[-1].data, held, atol=1e-9)
-        np.testing.assert_allclose(node.core.goals.trajectory.sample(10.0)[0], Q)  # holds where it is
+        np.testing.assert_allclose(node.core.goals.trajectory.sample(10.0)[0],
+                                   Q)  # holds where it is
     finally:
         node.destroy_node()
 
@@ -608,7 +626,8 @@ def test_simulator_bad_configuration_stops_with_one_line(params, named):
 def test_a_moving_link_without_inertial_stops_each_node_with_one_line_naming_it(node, tmp_path):
     """The seeds' 2R arm with link2's <inertial> taken out: M is singular. Each node stops with
     exit 1 and one line naming the joint and the link (the simulator took the file and blew up
-    3880 times in 5 s; the controller said "mass matrix is not positive definite")."""
+    3880 times in 5 s; the controller said "mass matrix is not positive definite").
+    """
     text = (URDF_DIR / "two_link.urdf").read_text()
     start = text.index('<link name="link2"')
     body = text[start:text.index("</link>", start)]
@@ -667,7 +686,8 @@ def test_a_non_finite_effort_is_never_sent():
 
 def test_model_from_the_robot_description_topic():
     """No model parameter: the controller configures from /robot_description (latched, as
-    robot_state_publisher publishes it), and a bad URDF there stops it through `fatal`."""
+    robot_state_publisher publishes it), and a bad URDF there stops it through `fatal`.
+    """
     from rclpy.qos import DurabilityPolicy, QoSProfile
     from std_msgs.msg import String
 
@@ -695,7 +715,8 @@ def test_model_from_the_robot_description_topic():
             node.destroy_node()
 
 
-# ------------------------------------------------------------------ the model is wrong (payload, integral, check)
+# ------------------------------------------------------------------ the model is wrong (payload,
+# integral, check)
 
 
 def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
@@ -703,7 +724,8 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
     node, effort, *_ = make_controller()
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))  # at rest on target: tau = g(q)
-        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q), atol=1e-9)
+        np.testing.assert_allclose(effort.messages[-1].data, gravity_torques(node.chain, Q),
+                                   atol=1e-9)
         assert node.set_parameters([Parameter("payload_mass", value=2),  # an integer works too
                                     Parameter("payload_com", value=[0.0, 0.0, 0.1])])[0].successful
         node.on_joint_state(state_msg(1.001, NAMES, Q))
@@ -717,8 +739,10 @@ def test_payload_at_run_time_changes_the_model_and_a_bad_one_is_refused():
                  "payload_com must be a finite number or a list of them, got [0.0, nan, 0.0] "
                  "(item 1: nan, float)"),
                 ("payload_inertia", [0.01, 0.01, 0.05, 0.0, 0.0, 0.0], "triangle inequality"),
-                ("payload_inertia", [0.01, 0.01, 0.01, 0.05, 0.0, 0.0], "not positive semi-definite"),
-                ("payload_link", "gripper", "payload_link 'gripper' is not a link the chain moves")):
+                ("payload_inertia", [0.01, 0.01, 0.01, 0.05, 0.0, 0.0],
+                 "not positive semi-definite"),
+                ("payload_link", "gripper",
+                 "payload_link 'gripper' is not a link the chain moves")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason, result.reason
             assert node.core.model is model  # the old payload stays
@@ -771,12 +795,14 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
         node.on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
         assert node.core.goals.trajectory is holding
         err = capfd.readouterr().err
-        assert "trajectory refused: joint 'joint2' needs torque" in err and "limit 176 N m" in err, err
+        assert "trajectory refused: joint 'joint2' needs torque" in err, err
+        assert "limit 176 N m" in err, err
         node.on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
         np.testing.assert_allclose(node.topics.reference_msg.msg.position, Q, atol=1e-12)
         feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
         node.on_trajectory(feasible)
-        assert node.core.goals.trajectory is not holding and node.core.goals.trajectory.kind == "quintic"
+        assert node.core.goals.trajectory is not holding
+        assert node.core.goals.trajectory.kind == "quintic"
         assert node.set_parameters([Parameter("trajectory_check", value="warn")])[0].successful
         running = node.core.goals.trajectory
         node.on_trajectory(trajectory_msg(NAMES, [0.2], [too_fast], [np.zeros(7)], [np.zeros(7)]))
@@ -793,6 +819,7 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
 
 def pose_msg(R, p, frame="", quaternion=None):
     from geometry_msgs.msg import PoseStamped
+
     from dyn_control.kinematics import matrix_quaternion
     msg = PoseStamped()
     msg.header.frame_id = frame
@@ -804,6 +831,7 @@ def pose_msg(R, p, frame="", quaternion=None):
 
 def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd):
     from geometry_msgs.msg import WrenchStamped
+
     from dyn_control import kinematics
     node, effort, *_ = make_controller(mode="cartesian_impedance")
     poses = Captured(node.topics.pose_pubs[0])
@@ -819,9 +847,12 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
         np.testing.assert_allclose(node.core.target.task.target[1], p + [0.02, 0.0, 0.0])
         good = node.core.target.task.target
         for bad, reason in ((pose_msg(R, [np.nan, 0, 0]), "target_pose position has a non-finite"),
-                            (pose_msg(R, p, quaternion=(0, 0, 0, 0)), r"not a unit quaternion \(norm 0\)"),
-                            (pose_msg(R, p, quaternion=(0, 0, 0, 1.2)), r"not a unit quaternion \(norm 1.2\)"),
-                            (pose_msg(R, p, frame="world"), "frame_id 'world' is not the chain's root link")):
+                            (pose_msg(R, p, quaternion=(0, 0, 0, 0)),
+                             r"not a unit quaternion \(norm 0\)"),
+                            (pose_msg(R, p, quaternion=(0, 0, 0, 1.2)),
+                             r"not a unit quaternion \(norm 1.2\)"),
+                            (pose_msg(R, p, frame="world"),
+                             "frame_id 'world' is not the chain's root link")):
             with pytest.raises(messages.BadMessage, match=reason):
                 messages.read_pose(bad, "base_link")
             node.targets.on_pose(bad)  # (logged, throttled to one line a second)
@@ -836,10 +867,14 @@ def test_cartesian_targets_are_taken_and_bad_ones_refused_naming_the_field(capfd
         node.targets.on_joint(JointState(name=["elbow"], position=[0.0]))
         assert "target_joint names unknown joint 'elbow'" in capfd.readouterr().err
         assert node.core.target.task.posture[3] == -1.0
-        for name, value, reason in (("cartesian_stiffness", [-1.0] * 6, "cartesian_stiffness must be finite and >= 0"),
-                                    ("cartesian_stiffness", [1.0] * 5, "cartesian_stiffness must be a scalar or 6"),
-                                    ("ee_link", "nowhere", "ee_link 'nowhere' is not a link the chain moves"),
-                                    ("max_pose_error", [0.1, 0.2, 0.3], "max_pose_error must be a scalar or 2"),
+        for name, value, reason in (("cartesian_stiffness", [-1.0] * 6,
+                                     "cartesian_stiffness must be finite and >= 0"),
+                                    ("cartesian_stiffness", [1.0] * 5,
+                                     "cartesian_stiffness must be a scalar or 6"),
+                                    ("ee_link", "nowhere",
+                                     "ee_link 'nowhere' is not a link the chain moves"),
+                                    ("max_pose_error", [0.1, 0.2, 0.3],
+                                     "max_pose_error must be a scalar or 2"),
                                     ("target_filter", -1.0, "target_filter must be >= 0")):
             result = node.set_parameters([Parameter(name, value=value)])[0]
             assert not result.successful and reason in result.reason, result.reason
@@ -878,16 +913,19 @@ def test_simulator_pushes_and_drops_bad_ones():
 
 
 @pytest.mark.parametrize("links, named", [({"ee_link": "gripper"}, "ee_link 'gripper'"),
-                                          ({"ee_links": ["link7", "gripper"]}, "ee_link 'gripper'")])
+                                          ({"ee_links": ["link7", "gripper"]},
+                                           "ee_link 'gripper'")])
 def test_a_cartesian_mode_with_an_unknown_ee_link_stops_the_node_with_one_line(links, named):
     res = subprocess.run([executable("computed_torque_controller"), *ros_args(params={
         "urdf_file": ARM, "mode": "cartesian_impedance", **links})],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+        capture_output=True, text=True, timeout=60, env={**os.environ,
+                                                         "ROS_DOMAIN_ID": str(DOMAIN + 1)})
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert res.returncode == 1 and len(lines) == 1 and named in lines[0], res.stderr
 
 
-# ------------------------------------------------------------------ ros2_control's topic-based hardware
+# ------------------------------------------------------------------ ros2_control's topic-based
+# hardware
 
 
 def test_simulator_as_the_topic_based_hardware_peer_takes_efforts_by_name_and_drops_bad_ones():
@@ -914,13 +952,15 @@ def test_simulator_as_the_topic_based_hardware_peer_takes_efforts_by_name_and_dr
             np.testing.assert_array_equal(node.core.command, list(reversed(range(7))))
         wait_until(lambda: states.messages, 5.0)
         last = states.messages[-1]
-        assert list(last.name) == NAMES and len(last.position) == len(last.velocity) == len(last.effort) == 7
+        assert list(last.name) == NAMES
+        assert len(last.position) == len(last.velocity) == len(last.effort) == 7
     finally:
         node.shutdown()
         node.destroy_node()
     for reason, message in (("joint command names unknown joint 'gripper'",
                              JointState(name=NAMES + ["gripper"], effort=[0.0] * 8)),
-                            ("joint command lacks joint 'joint7'", JointState(name=NAMES[:6], effort=[0.0] * 6)),
+                            ("joint command lacks joint 'joint7'", JointState(name=NAMES[:6],
+                                                                              effort=[0.0] * 6)),
                             ("6 efforts for 7 joints", JointState(name=NAMES, effort=[0.0] * 6)),
                             ("non-finite effort for joint 'joint1'",
                              JointState(name=NAMES, effort=[float("nan")] * 7))):
@@ -931,7 +971,8 @@ def test_simulator_as_the_topic_based_hardware_peer_takes_efforts_by_name_and_dr
 def test_the_topic_based_peer_mode_refuses_lockstep_with_one_line():
     res = subprocess.run([executable("dynamics_simulator"), *ros_args(params={
         "urdf_file": ARM, "command_type": "joint_state", "synchronous": True})],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "ROS_DOMAIN_ID": str(DOMAIN + 1)})
+        capture_output=True, text=True, timeout=60, env={**os.environ,
+                                                         "ROS_DOMAIN_ID": str(DOMAIN + 1)})
     lines = [line for line in (res.stdout + res.stderr).splitlines() if "error" in line.lower()]
     assert res.returncode == 1 and len(lines) == 1, res.stderr
     assert "synchronous must be false with command_type joint_state" in lines[0]
@@ -947,7 +988,8 @@ def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on
         _, _, values = node.status()
         assert values["clock_offset_s"] == pytest.approx(node.clock.offset, abs=1e-3)
         node.on_trajectory(trajectory_msg(NAMES, [1.0], [Q + 0.05]))  # stamp 0: start now
-        assert node.core.goals.started == pytest.approx((0.5, 1.5))  # the states' time, not the wall's
+        assert node.core.goals.started == pytest.approx((0.5,
+                                                         1.5))  # the states' time, not the wall's
         node.on_joint_state(state_msg(1.0, NAMES, Q))
         np.testing.assert_allclose(node.core.last.desired[0], Q + 0.025, atol=1e-12)  # it moves
     finally:
@@ -960,8 +1002,10 @@ def test_joint_states_on_another_clock_are_reported_once_and_trajectories_run_on
 def test_markers_show_the_walls_and_delete_them_with_the_limits_off():
     """~/markers' "walls": the box of limits.workspace_min/max as a cube centred in it with its
     size (1e-12 m), a side further out than WALL_SHOWN_M drawn there; deleted when the
-    limits are off."""
+    limits are off.
+    """
     from visualization_msgs.msg import Marker
+
     from dyn_control.nodes.markers import WALL_SHOWN_M
     node, *_ = make_controller(**{"limits.workspace_min": [-0.4, -0.5, 0.1],
                                   "limits.workspace_max": [0.6, 0.5, 10.0]})
@@ -987,8 +1031,10 @@ def test_markers_show_the_desired_hand_path_the_target_pose_and_a_push():
     """~/markers: the desired path's points are the hand's forward kinematics along the
     trajectory (ends: the held start and the goal, 1e-9 m); in cartesian_impedance the target
     arrow sits at the target pose; an external wrench above PUSH_SHOWN_N is an arrow ending at
-    the hand, 1 cm per N; what no longer applies is deleted."""
+    the hand, 1 cm per N; what no longer applies is deleted.
+    """
     from visualization_msgs.msg import Marker
+
     from dyn_control import kinematics
     from dyn_control.nodes.markers import METRES_PER_NEWTON
     node, *_ = make_controller()
@@ -1008,7 +1054,8 @@ def test_markers_show_the_desired_hand_path_the_target_pose_and_a_push():
         ends = np.array([[p.x, p.y, p.z] for p in (path.points[0], path.points[-1])])
         for q, end in zip((Q, Q + 0.2), ends):
             np.testing.assert_allclose(end, kinematics.frame_pose(node.chain, q)[1], atol=1e-9)
-        assert by_ns["target"].action == by_ns["push"].action == Marker.DELETE  # joint mode, no observer
+        # joint mode, no observer
+        assert by_ns["target"].action == by_ns["push"].action == Marker.DELETE
         assert node.set_parameters([Parameter("mode", value="cartesian_impedance")])[0].successful
         node.on_joint_state(state_msg(2.1, NAMES, Q))  # enters the mode: the target is here
         R, p = kinematics.frame_pose(node.chain, Q)

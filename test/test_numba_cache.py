@@ -34,7 +34,8 @@ RUN = """
 import json
 from dyn_control.controller import laws as control
 value = control._cache_probe_caller()
-print(json.dumps({"value": value, "hits": sum(control._cache_probe_caller.stats.cache_hits.values())}))
+print(json.dumps({"value": value, "hits":
+sum(control._cache_probe_caller.stats.cache_hits.values())}))
 """
 
 

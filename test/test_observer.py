@@ -1,4 +1,5 @@
-"""The momentum observer and the wrench at a frame (dyn_control.controller.observer), in one process.
+"""The momentum observer and the wrench at a frame (dyn_control.controller.observer), in one
+process.
 
 References: Pinocchio (p = M qd from crba, C^T qd from computeCoriolisMatrix, g from
 computeGeneralizedGravity; 1e-9 relative); the closed form of the observer's filter,
@@ -11,16 +12,21 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import BENT_POSE, DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
+
 from dyn_control import gravity_torques, load_chain, mass_matrix
-from dyn_control.kinematics import frame_jacobian
 from dyn_control.controller.laws import ControlLaw
-from dyn_control.kernels.momentum import cholesky_solve_above
-from dyn_control.controller.observer import (GAP_STEPS, SINGULAR_VALUE, MomentumObserver, momentum_terms,
-                                  wrench_at)
-from dyn_control.sim.simulation import Simulation
+from dyn_control.controller.observer import (
+    GAP_STEPS,
+    SINGULAR_VALUE,
+    MomentumObserver,
+    momentum_terms,
+    wrench_at,
+)
 from dyn_control.controller.trajectory import Trajectory, sine_waypoints
+from dyn_control.kernels.momentum import cholesky_solve_above
+from dyn_control.kinematics import frame_jacobian
+from dyn_control.sim.simulation import Simulation
 
 K, DT = 50.0, 1e-3
 
@@ -63,7 +69,8 @@ def test_momentum_terms_match_pinocchio(name, tree):
 
 def balanced_push(chain, q, wrench, link, seconds):
     """The arm held exactly at rest against a push (tau = g - J^T w, so qdd = 0): the
-    observer's (r, t) at every state, fed the torque applied over each step."""
+    observer's (r, t) at every state, fed the torque applied over each step.
+    """
     J = frame_jacobian(chain, q, link)
     tau = gravity_torques(chain, q) - J.T @ wrench
     sim, obs = Simulation(chain, q, DT), MomentumObserver(chain, K)
@@ -79,7 +86,8 @@ def balanced_push(chain, q, wrench, link, seconds):
 @pytest.mark.parametrize("name", ["default_arm", "panda"])
 def test_a_constant_push_is_recovered_along_the_closed_form(name, arm):
     """A constant wrench at the hand: each joint's residual is J^T w (1 - e^(-K t)) to 1e-6
-    relative, and after 10/K the wrench at the hand is w to 1e-3 relative (e^-10 = 4.5e-5)."""
+    relative, and after 10/K the wrench at the hand is w to 1e-3 relative (e^-10 = 4.5e-5).
+    """
     if name == "panda":
         chain = load_chain(robots_dir() / PIN_ARMS["panda"][0], tip_link="panda_hand")
         q = np.array([0.0, -0.4, 0.0, -2.0, 0.0, 1.6, 0.8])
@@ -115,7 +123,8 @@ def hold_with_push(chain, q0, wrench, link, seconds, sim_chain=None, damped=True
     observer's residuals at every state, and the simulation. damped False: no joint damping in
     the simulator, the law or the observer. The simulator takes damping implicitly, -B qd(t1)
     dt over a step where the continuous truth is -B (q1 - q0): first order in dt, 2.5e-5 qdd
-    on the default arm, above the isolation's 1e-6; without it both sides agree."""
+    on the default arm, above the isolation's 1e-6; without it both sides agree.
+    """
     n = chain.n
     zero = np.zeros(n)
     law = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0),
@@ -137,7 +146,8 @@ def hold_with_push(chain, q0, wrench, link, seconds, sim_chain=None, damped=True
 
 def test_a_push_on_a_link_leaves_the_joints_beyond_it_alone(arm):
     """Isolation: a push on link3 moves the arm, but the residuals of joints 4 to 7 stay
-    within 1e-6 N m, while those of joints 1 to 3 read it."""
+    within 1e-6 N m, while those of joints 1 to 3 read it.
+    """
     rs, sim = hold_with_push(arm, np.array(BENT_POSE), [15.0, -10.0, 5.0, 0, 0, 0], "link3",
                              0.5, damped=False)
     assert np.abs(rs[:, 3:]).max() <= 1e-6
@@ -147,7 +157,8 @@ def test_a_push_on_a_link_leaves_the_joints_beyond_it_alone(arm):
 
 def test_on_a_tree_only_the_pushed_links_ancestors_respond(tree):
     """A push on the left arm's link4: the torso and left joints 1 to 4 respond; left joints 5
-    to 7 and the whole right arm stay within 1e-6 N m."""
+    to 7 and the whole right arm stay within 1e-6 N m.
+    """
     chain = tree
     q0 = np.array([0.2, 0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0, 0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
     rs, _ = hold_with_push(chain, q0, [0.0, 20.0, -10.0, 0, 0, 0], "left_link4", 0.5,
@@ -162,7 +173,8 @@ def test_on_a_tree_only_the_pushed_links_ancestors_respond(tree):
 
 def test_no_contact_along_the_demo_motion(arm):
     """No contact along the demo's sines at twice the demo's frequency (0.4 Hz, 0.3 rad), the
-    damping compensated: |r| <= 5e-3 N m throughout, under a 1 N m contact level."""
+    damping compensated: |r| <= 5e-3 N m throughout, under a 1 N m contact level.
+    """
     q0 = np.array(BENT_POSE)
     times, q, qd, qdd = sine_waypoints(q0, arm.lower, arm.upper, duration=4.0, frequency=0.4,
                                        ramp=1.0)
@@ -189,7 +201,8 @@ def test_lost_states_restart_the_integral_instead_of_reading_as_contact(arm):
     another one (the command before the gap, 1.5x). The integral starts again after a gap
     longer than GAP_STEPS steps, so |r| stays under 5e-3 N m (2.1e-3 seen; reference: no
     external torque). Without the restart the same gaps read over 1 N m (4.8 seen); a single
-    lost state (2 ms) is still integrated."""
+    lost state (2 ms) is still integrated.
+    """
     q0 = np.array(BENT_POSE)
     times, q, qd, qdd = sine_waypoints(q0, arm.lower, arm.upper, duration=4.0, frequency=0.4,
                                        ramp=1.0)
@@ -221,7 +234,8 @@ def test_lost_states_restart_the_integral_instead_of_reading_as_contact(arm):
 
 def test_a_payload_reads_as_its_weight_then_vanishes_once_declared(arm):
     """An unmodelled 1 kg payload 5 cm beyond the tip: at rest the hand's estimated force is
-    m g to 1 %; with the payload declared (model and observer), r falls under 5e-3 N m."""
+    m g to 1 %; with the payload declared (model and observer), r falls under 5e-3 N m.
+    """
     q0, n = np.array(BENT_POSE), arm.n
     heavy = arm.with_payload(1.0, com=(0.0, 0.0, 0.05))
     rs, sim = hold_with_push(arm, q0, np.zeros(6), arm.tip_link, 1.5, sim_chain=heavy)
@@ -245,7 +259,8 @@ def test_unmodelled_damping_reads_as_minus_d_qd_filtered(arm):
     """The simulated arm has damping D = 2 N m s/rad that the observer does not know: r follows
     the truth -D qd, whose integral over a control period is -D (q1 - q0), through the
     observer's filter, to 1e-3 of its peak. The simulator steps 10 times per period: its
-    implicit damping is first order in its step, 0.5 % of the peak at one step per period."""
+    implicit damping is first order in its step, 0.5 % of the peak at one step per period.
+    """
     q0, n = np.array(BENT_POSE), arm.n
     times, q, qd, qdd = sine_waypoints(q0, arm.lower, arm.upper, duration=3.0, frequency=0.4)
     trajectory = Trajectory(0.0, (q0, np.zeros(n), np.zeros(n)), times, q, qd, qdd)
@@ -270,7 +285,8 @@ def test_unmodelled_damping_reads_as_minus_d_qd_filtered(arm):
 
 def test_the_wrench_stays_finite_and_flagged_at_a_singularity(arm):
     """Stretched straight up, the default arm's hand Jacobian loses rank: the wrench is finite,
-    flagged, and still explains the torques the joints can feel."""
+    flagged, and still explains the torques the joints can feel.
+    """
     q = np.zeros(7)
     J = frame_jacobian(arm, q)
     assert np.linalg.svd(J, compute_uv=False).min() < 1e-9
@@ -291,7 +307,8 @@ def test_the_wrench_is_flagged_exactly_where_a_singular_value_drops(arm):
     """Towards the stretched pose, the flag is set exactly where numpy's smallest singular
     value of J goes below SINGULAR_VALUE, and F is the SVD pseudo-inverse with those values
     dropped (a Cholesky solve above it, the eigen-decomposition below: the same answer), to
-    1e-6 relative (J J^T's condition is the square of J's at the threshold)."""
+    1e-6 relative (J J^T's condition is the square of J's at the threshold).
+    """
     w = np.array([5.0, -3.0, 2.0, 0.1, 0.2, -0.3])
     seen = set()
     for s in np.linspace(0.0, 0.3, 61):
@@ -312,7 +329,8 @@ def test_the_cholesky_shortcut_is_taken_only_above_the_smallest_eigenvalue():
     """cholesky_solve_above on random symmetric 6 x 6 matrices with eigenvalues around the
     level: it solves (numpy's solve, to 1e-12 times A's condition, relative) only where
     numpy's smallest eigenvalue is above the level; it says no where that is below 1/6 of
-    the level (the trace bound), and leaves x untouched then."""
+    the level (the trace bound), and leaves x untouched then.
+    """
     rng = np.random.default_rng(3)
     level, taken = 1e-6, 0
     for _ in range(300):
@@ -344,8 +362,10 @@ def test_a_joint_that_sticks_in_its_friction_reads_no_contact_and_a_push_beyond_
     """The seeds' 2R arm with 1 N m of Coulomb friction per joint, held by g(q) plus 0.6 N m
     on joint 1: the simulator's friction sticks and holds that 0.6 N m, which the residual r
     reads as a torque against it (its filter's closed form -0.6 (1 - e^(-K t))), while felt,
-    what the observer gives as the world's, stays 0: it cannot be told from friction. At rest the filtered band is
-    1 - e^(-K t) of the friction, so a 3 N m residual is felt as 3 - 1 once it has settled."""
+    what the observer gives as the world's, stays 0: it cannot be told from friction. At rest the
+    filtered band is 1 - e^(-K t) of the friction, so a 3 N m residual is felt as 3 - 1 once it has
+    settled.
+    """
     from dataclasses import replace
     two = load_chain(URDF_DIR / "two_link.urdf")
     chain = replace(two, joints=tuple(replace(j, friction=1.0) for j in two.joints))

@@ -1,5 +1,6 @@
 """The ROS 2 package metadata: package.xml parses with catkin_pkg and declares what the code
-imports; setup.py installs the data a ROS install needs and pulls nothing from PyPI."""
+imports; setup.py installs the data a ROS install needs and pulls nothing from PyPI.
+"""
 
 import ast
 
@@ -27,7 +28,8 @@ def test_package_xml_parses_and_declares_the_dependencies():
 
 def test_setup_py_installs_share_files_and_console_scripts_without_pypi_deps():
     tree = ast.parse((PACKAGE_DIR / "setup.py").read_text())
-    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "setup")
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id",
+                                                                                 "") == "setup")
     kwargs = {k.arg: k.value for k in call.keywords}
     assert ast.literal_eval(kwargs["install_requires"]) == ["setuptools"]
     scripts = ast.literal_eval(kwargs["entry_points"])["console_scripts"]
@@ -35,7 +37,7 @@ def test_setup_py_installs_share_files_and_console_scripts_without_pypi_deps():
     assert names >= {"computed_torque_controller", "dynamics_simulator", "trajectory_demo"}
     source = (PACKAGE_DIR / "setup.py").read_text()
     for folder in ("launch", "config", "urdf"):
-        assert f'share/{{PACKAGE}}/{folder}' in source
+        assert f"share/{{PACKAGE}}/{folder}" in source
     assert (PACKAGE_DIR / "resource" / "dyn_control").is_file()
     assert "lib/dyn_control" in (PACKAGE_DIR / "setup.cfg").read_text()
 

@@ -8,14 +8,20 @@ error that shrinks with the step), and the tracking bounds of issue 10.
 
 import numpy as np
 import pytest
-
-from arm_sweep import (arm_paths, bent_pose, computed_torque, load_arm, quintic_move,
-                       synchronous_loop)
-from dyn_control import gravity_torques, kinetic_energy, load_chain, potential_energy
+from arm_sweep import (
+    arm_paths,
+    bent_pose,
+    computed_torque,
+    load_arm,
+    quintic_move,
+    synchronous_loop,
+)
 from examples import inertial, joint, link, robot
+
+from dyn_control import gravity_torques, kinetic_energy, load_chain, potential_energy
+from dyn_control.controller.trajectory import Trajectory
 from dyn_control.kernels.passive import passive_velocity
 from dyn_control.sim.simulation import Simulation
-from dyn_control.controller.trajectory import Trajectory
 
 ARMS = arm_paths()
 
@@ -94,7 +100,8 @@ def test_substeps_take_each_step_as_that_many_finer_steps():
     """Simulation(substeps=N): one dt is N steps of dt / N with the torque held (an identity:
     the same bits as N steps of a simulation at dt / N); the passive split's first-order error
     against the closed form above falls with them, at least 5x with 10 (10x seen: 7.3e-3
-    against 7.4e-4 rad/s); a count that is not a whole number >= 1 is refused, naming it."""
+    against 7.4e-4 rad/s); a count that is not a whole number >= 1 is refused, naming it.
+    """
     inertia, damping, friction, tau, dt = 0.01, 0.1, 0.5, 0.9, 1e-3
     chain = _one_joint(inertia, damping, friction)
     coarse, fine = Simulation(chain, [0.3], dt, substeps=10), Simulation(chain, [0.3], dt / 10)
@@ -126,7 +133,8 @@ ENERGY_RTOL = 2e-3
 
 def _energy_rise(chain, q0, dt=1e-3, seconds=2.0):
     """(largest rise of K + P above its lowest value so far, largest K) in a fall with no
-    input from q0 with 0.2 rad/s on every joint; and the simulation at the end."""
+    input from q0 with 0.2 rad/s on every joint; and the simulation at the end.
+    """
     sim = Simulation(chain, q0, dt)
     sim.qd[:] = 0.2
     lowest = kinetic_energy(chain, sim.q, sim.qd) + potential_energy(chain, sim.q)
@@ -135,7 +143,8 @@ def _energy_rise(chain, q0, dt=1e-3, seconds=2.0):
         sim.step(np.zeros(chain.n))
         kinetic = kinetic_energy(chain, sim.q, sim.qd)
         energy = kinetic + potential_energy(chain, sim.q)
-        rise, lowest, largest = max(rise, energy - lowest), min(lowest, energy), max(largest, kinetic)
+        rise, lowest, largest = max(rise, energy - lowest), min(lowest, energy), max(largest,
+                                                                                     kinetic)
     return rise, largest, sim
 
 
@@ -172,7 +181,8 @@ def test_gravity_compensated_arm_comes_to_rest(rel):
 
 def _random_stiff_chain(seed, n=6):
     """A chain with damping up to 20 N m s/rad and friction up to 2 N m on links whose smallest
-    principal inertia goes down to 1e-4 kg m^2."""
+    principal inertia goes down to 1e-4 kg m^2.
+    """
     rng = np.random.default_rng(seed)
     parts, parent = [link("base")], "base"
     for i in range(n):

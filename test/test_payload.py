@@ -10,9 +10,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-
 from arm_sweep import arm_paths, load_arm
 from conftest import require, robots_dir
+
 from dyn_control import PayloadError, inverse_dynamics, load_chain, mass_matrix
 from dyn_control.model.inertia import inertia_matrix
 
@@ -40,7 +40,8 @@ def _close(a, b):
 @pytest.mark.parametrize("rel", arm_paths())
 def test_payload_matches_pinocchio_on_every_arm(rel):
     """On the tip link, and on the child link of a joint half-way down the chain (mid-chain
-    payloads go into a body that is not the last)."""
+    payloads go into a body that is not the last).
+    """
     chain = load_arm(rel)
     rng = np.random.default_rng(7)
     for link in {chain.tip_link, chain.joints[chain.n // 2].child_link}:
@@ -79,18 +80,18 @@ def test_mass_zero_is_the_original_and_the_original_is_unchanged():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(mass=-1.0), r"payload_mass must be finite and >= 0 kg, got -1.0"),
-    (dict(mass=float("nan")), r"payload_mass .* got nan"),
-    (dict(mass=1.0, com=(0, float("inf"), 0)), r"payload_com must be 3 finite values .*inf"),
-    (dict(mass=1.0, com=(0, 0)), r"payload_com must be 3 finite values"),
-    (dict(mass=1.0, inertia=(0.01, 0.01, 0.01, 0.0, 0.0)), r"payload_inertia must be 6 values"),
-    (dict(mass=1.0, inertia=(0.01, 0.01, 0.01, 0.05, 0.0, 0.0)),
+    ({"mass": -1.0}, r"payload_mass must be finite and >= 0 kg, got -1.0"),
+    ({"mass": float("nan")}, r"payload_mass .* got nan"),
+    ({"mass": 1.0, "com": (0, float("inf"), 0)}, r"payload_com must be 3 finite values .*inf"),
+    ({"mass": 1.0, "com": (0, 0)}, r"payload_com must be 3 finite values"),
+    ({"mass": 1.0, "inertia": (0.01, 0.01, 0.01, 0.0, 0.0)}, r"payload_inertia must be 6 values"),
+    ({"mass": 1.0, "inertia": (0.01, 0.01, 0.01, 0.05, 0.0, 0.0)},
      r"payload_inertia: inertia tensor not positive semi-definite"),
-    (dict(mass=1.0, inertia=(0.01, 0.01, 0.05, 0.0, 0.0, 0.0)),
+    ({"mass": 1.0, "inertia": (0.01, 0.01, 0.05, 0.0, 0.0, 0.0)},
      r"payload_inertia: .* break the triangle inequality"),
-    (dict(mass=1.0, inertia=(float("nan"),) * 6), r"payload_inertia: non-finite"),
-    (dict(mass=1.0, link="no_such_link"), r"payload_link 'no_such_link' is not a link the chain"),
-    (dict(mass=1.0, link="panda_link0"), r"payload_link 'panda_link0' is not a link the chain"),
+    ({"mass": 1.0, "inertia": (float("nan"),) * 6}, r"payload_inertia: non-finite"),
+    ({"mass": 1.0, "link": "no_such_link"}, r"payload_link 'no_such_link' is not a link the chain"),
+    ({"mass": 1.0, "link": "panda_link0"}, r"payload_link 'panda_link0' is not a link the chain"),
 ])
 def test_invalid_payload_is_refused_with_the_parameter_and_value(kwargs, match):
     chain = _panda()
@@ -109,11 +110,11 @@ BENT = np.array([0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0])
 
 @pytest.fixture(scope="module")
 def loop():
-    from dyn_control.controller.laws import ControlLaw, effort_limits
-    from dyn_control.sim.simulation import Simulation
-    from dyn_control.controller.trajectory import Trajectory, sine_waypoints
-
     from conftest import URDF_DIR
+
+    from dyn_control.controller.laws import ControlLaw, effort_limits
+    from dyn_control.controller.trajectory import Trajectory, sine_waypoints
+    from dyn_control.sim.simulation import Simulation
     chain = load_chain(URDF_DIR / "default_arm.urdf")
     heavy = chain.with_payload(1.5, (0.0, 0.0, 0.1))
     zero = np.zeros(chain.n)
@@ -122,7 +123,8 @@ def loop():
     limits = effort_limits(chain)
 
     def law(model, w=None, ki=0.0, integral=None):
-        kp, kd = (400.0, 40.0) if w is None else (3 * w**2, 3 * w)  # docs/controller.md's tuning rule
+        kp, kd = (400.0, 40.0) if w is None else (3 * w**2,
+                                                  3 * w)  # docs/controller.md's tuning rule
         return ControlLaw(model, "computed_torque", np.full(chain.n, kp), np.full(chain.n, kd),
                           limits, True, ki=np.full(chain.n, ki), integral=integral)
 
@@ -182,7 +184,8 @@ def test_integral_is_clamped_and_cleared_when_ki_goes_to_zero(loop):
     chain, _, law, _ = loop
     from dyn_control.controller.laws import ControlLaw
     n = chain.n
-    held = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0), ki=np.full(n, 8000.0),
+    held = ControlLaw(chain, "computed_torque", np.full(n, 400.0), np.full(n, 40.0), ki=np.full(n,
+                                                                                                8000.0),
                       integral_limit=np.full(n, 0.01))
     q = BENT.copy()
     for _ in range(1000):  # a joint blocked 0.1 rad off target for 1 s: 0.1 rad s unclamped
@@ -198,7 +201,8 @@ def test_integral_is_clamped_and_cleared_when_ki_goes_to_zero(loop):
 
 def _first_violation(chain, trajectory, limits):
     """Reference for trajectory_violation: the samples one at a time, single inverse-dynamics
-    calls, torque then velocity at each; a limit of 0 or less is none."""
+    calls, torque then velocity at each; a limit of 0 or less is none.
+    """
     speed = np.where(chain.velocity_limits > 0, chain.velocity_limits, np.inf)
     for t in trajectory.check_times():
         q_d, qd_d, qdd_d = trajectory.sample(t)
@@ -221,6 +225,7 @@ def _parsed(message):
 
 def test_trajectory_check_finds_the_first_sample_over_a_limit():
     from conftest import URDF_DIR
+
     from dyn_control.controller.laws import effort_limits, trajectory_violation
     from dyn_control.controller.trajectory import Trajectory, sine_waypoints
     chain = load_chain(URDF_DIR / "default_arm.urdf").with_payload(1.5, (0.0, 0.0, 0.1))
@@ -243,10 +248,11 @@ def test_trajectory_check_finds_the_first_sample_over_a_limit():
 @pytest.mark.parametrize("rel", arm_paths())
 def test_the_demo_trajectory_passes_the_check_on_every_arm(rel):
     """trajectory_demo's sines (demo_waypoints, as the node makes them) are accepted by the
-    controller's default check (reject) on each arm with its own limits."""
+    controller's default check (reject) on each arm with its own limits.
+    """
     from dyn_control.controller.laws import effort_limits, trajectory_violation
-    from dyn_control.sim.simulation import default_initial_positions
     from dyn_control.controller.trajectory import Trajectory, demo_waypoints
+    from dyn_control.sim.simulation import default_initial_positions
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
     waypoints = demo_waypoints(chain, q0)
@@ -259,10 +265,11 @@ def test_the_demo_trajectory_passes_the_check_on_every_arm(rel):
 def test_trajectory_check_agrees_with_the_reference_on_every_arm(rel):
     """The demo's sines on each arm with its own limits: refused exactly where a sample is over
     a limit (kinova: 0.6465 rad/s on j2s6s200_joint_3 against 0.628), else accepted; a URDF
-    velocity of 0 (the double pendulums) is no limit."""
+    velocity of 0 (the double pendulums) is no limit.
+    """
     from dyn_control.controller.laws import effort_limits, trajectory_violation
-    from dyn_control.sim.simulation import default_initial_positions
     from dyn_control.controller.trajectory import Trajectory, sine_waypoints
+    from dyn_control.sim.simulation import default_initial_positions
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
     trajectory = Trajectory(0.0, (q0, zero, zero), *sine_waypoints(q0, chain.lower, chain.upper))

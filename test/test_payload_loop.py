@@ -9,7 +9,6 @@ to the controller from the start (matched model), and the issue's bounds.
 import sys
 
 import pytest
-
 from conftest import PACKAGE_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
@@ -33,10 +32,10 @@ def _declare_on_motion():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     cases = {
-        "matched": dict(controller_params=PAYLOAD),
-        "unknown": dict(),
-        "declared": dict(helpers=[_declare_on_motion()]),
-        "integral": dict(controller_params=INTEGRAL),
+        "matched": {"controller_params": PAYLOAD},
+        "unknown": {},
+        "declared": {"helpers": [_declare_on_motion()]},
+        "integral": {"controller_params": INTEGRAL},
     }
     return {name: closed_loop("default_arm", DURATION, None, tmp_path_factory.mktemp(name), 90 + k,
                               simulator_params=SIMULATOR, **kwargs)

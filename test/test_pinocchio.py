@@ -6,11 +6,10 @@ joints outside the chain held at zero. Tolerance: 1e-9 relative to the largest e
 
 import numpy as np
 import pytest
-
 from conftest import require, robots_dir
-from dyn_control import (bias_forces, forward_dynamics, inverse_dynamics, load_chain,
-                         mass_matrix)
 from examples import random_chain_urdf
+
+from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
 
 pin = require("pinocchio")
 from pin_reference import PinReference  # noqa: E402  (needs pinocchio)
@@ -19,9 +18,9 @@ RTOL = 1e-9
 
 ARMS = {
     # name: (path under example-robot-data/robots, load_chain keyword arguments)
-    "panda": ("panda_description/urdf/panda.urdf", dict(tip_link="panda_hand")),
+    "panda": ("panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"}),
     "panda_joints": ("panda_description/urdf/panda.urdf",
-                     dict(joints=[f"panda_joint{i}" for i in (3, 1, 2, 7, 5, 4, 6)])),
+                     {"joints": [f"panda_joint{i}" for i in (3, 1, 2, 7, 5, 4, 6)]}),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", {}),
     "ur10": ("ur_description/urdf/ur10_robot.urdf", {}),
     "kinova": ("kinova_description/robots/kinova.urdf", {}),
@@ -30,9 +29,9 @@ ARMS = {
     "so101": ("so_arm_description/urdf/so101.urdf", {}),
     "tiago_prismatic_torso": ("tiago_description/robots/tiago_no_hand.urdf", {}),
     "pr2_right_arm": ("pr2_description/urdf/pr2.urdf",
-                      dict(root_link="torso_lift_link", tip_link="r_wrist_roll_link")),
+                      {"root_link": "torso_lift_link", "tip_link": "r_wrist_roll_link"}),
     "talos_arm_from_mid_chain": ("talos_data/robots/talos_reduced.urdf",
-                                 dict(root_link="arm_right_2_link", tip_link="arm_right_7_link")),
+                                 {"root_link": "arm_right_2_link", "tip_link": "arm_right_7_link"}),
     "double_pendulum_continuous": (
         "double_pendulum_description/urdf/double_pendulum_continuous.urdf", {}),
 }

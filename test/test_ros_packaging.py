@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 import yaml
-
 from conftest import CONFIG_DIR, PACKAGE_DIR, URDF_DIR, require, rviz_displays
+
 from dyn_control import inverse_dynamics, load_chain
 
 LAUNCH_DIR = PACKAGE_DIR / "launch"
@@ -52,7 +52,8 @@ def test_colcon_build_installs_executables_and_share_files(tmp_path):
         for name in names:
             assert (share / folder / name).is_file(), f"{folder}/{name} not installed"
     assert (share / "package.xml").is_file()
-    assert (install / "share" / "ament_index" / "resource_index" / "packages" / "dyn_control").is_file()
+    index = install / "share" / "ament_index" / "resource_index"
+    assert (index / "packages" / "dyn_control").is_file()
 
 
 def test_launch_files_define_launch_descriptions_from_the_shared_config():
@@ -75,7 +76,8 @@ def test_launch_files_define_launch_descriptions_from_the_shared_config():
 def test_a_simulator_given_its_own_urdf_runs_a_real_arm_for_a_controller_without_contact():
     """sim.launch.py's sim_urdf_file, the harness's sim_urdf and make identify take one set of
     parameters: the simulator's substeps (REAL_ARM_SUBSTEPS) and the controller's external
-    torques off, each a parameter its node declares, with a value its check accepts."""
+    torques off, each a parameter its node declares, with a value its check accepts.
+    """
     from dyn_control.nodes.launch_support import real_arm_parameters
     from dyn_control.parameters import CONTROLLER, SIMULATOR
     from dyn_control.sim.simulation import REAL_ARM_SUBSTEPS
@@ -94,7 +96,8 @@ def test_gui_starts_robot_state_publisher_and_rviz_with_the_shipped_view_only_wh
     """gui (default false) in both launch files gates launch_support.gui_nodes: with it,
     robot_state_publisher gets the same URDF text as our nodes and rviz2 the shipped .rviz
     with the URDF's root as fixed frame, both on use_sim_time; ros2_control.launch.py, which
-    runs its own robot_state_publisher, adds rviz2 only. package.xml declares both."""
+    runs its own robot_state_publisher, adds rviz2 only. package.xml declares both.
+    """
     from dyn_control.nodes import launch_support
     monkeypatch.setattr(launch_support, "share", lambda *parts: str(PACKAGE_DIR.joinpath(*parts)))
     for name in ("sim.launch.py", "ros2_control.launch.py"):
@@ -121,7 +124,8 @@ def test_gui_starts_robot_state_publisher_and_rviz_with_the_shipped_view_only_wh
 def test_a_gui_package_that_is_not_installed_is_named_in_ros_own_words(tmp_path, monkeypatch):
     """launch_support.installed: with robot_state_publisher in the ament index and rviz2 not,
     the first is started and the second named with ament_index's message (the one launch_ros
-    raises, which would stop the whole launch and leave its started nodes running)."""
+    raises, which would stop the whole launch and leave its started nodes running).
+    """
     from dyn_control.nodes import launch_support
     index = tmp_path / "share" / "ament_index" / "resource_index" / "packages"
     index.mkdir(parents=True)
@@ -138,7 +142,8 @@ def test_a_gui_package_that_is_not_installed_is_named_in_ros_own_words(tmp_path,
 
 def test_the_rviz_view_reads_the_description_as_robot_state_publisher_offers_it():
     """RobotModel on /robot_description, transient local (robot_state_publisher latches it),
-    TF, and a MarkerArray (its topic: test_nodes checks it is the controller's ~/markers)."""
+    TF, and a MarkerArray (its topic: test_nodes checks it is the controller's ~/markers).
+    """
     displays = rviz_displays()
     topic = displays["rviz_default_plugins/RobotModel"]["Description Topic"]
     assert topic["Value"] == "/robot_description"
@@ -173,7 +178,8 @@ def test_ros2_control_xacro_gives_the_topic_based_plugin_its_topics_by_default()
             "joint_states_topic": "/robot_joint_states", "trigger_joint_command_threshold": "-1"}
     moved = ElementTree.fromstring(_xacro_text(hardware_plugin=TOPIC_BASED_PLUGINS[0],
                                                joint_states_topic="/sim/states"))
-    assert moved.find("ros2_control/hardware/param[@name='joint_states_topic']").text == "/sim/states"
+    param = moved.find("ros2_control/hardware/param[@name='joint_states_topic']")
+    assert param.text == "/sim/states"
     mock = ElementTree.fromstring(_xacro_text()).find("ros2_control/hardware")
     assert mock.findall("param") == []  # other plugins get none of them
 
@@ -203,8 +209,10 @@ def test_ros2_control_xacro_has_the_same_dynamics_as_the_urdf():
 def test_ros2_controllers_yaml_matches_the_arm_and_the_effort_topic():
     conf = yaml.safe_load((CONFIG_DIR / "ros2_controllers.yaml").read_text())
     manager = conf["controller_manager"]["ros__parameters"]
-    assert manager["effort_controller"]["type"] == "forward_command_controller/ForwardCommandController"
-    assert manager["joint_state_broadcaster"]["type"] == "joint_state_broadcaster/JointStateBroadcaster"
+    assert (manager["effort_controller"]["type"]
+            == "forward_command_controller/ForwardCommandController")
+    assert (manager["joint_state_broadcaster"]["type"]
+            == "joint_state_broadcaster/JointStateBroadcaster")
     effort = conf["effort_controller"]["ros__parameters"]
     assert effort["interface_name"] == "effort"
     # the order of the effort command is the chain's (our controller's default `joints`)

@@ -6,11 +6,18 @@ form from the same lesson is matched to 1e-12 (round-off).
 
 import numpy as np
 import pytest
-
 from conftest import URDF_DIR, require
-from dyn_control import (forward_dynamics, gravity_torques, inverse_dynamics, kinetic_energy,
-                         load_chain, mass_matrix, potential_energy)
 from examples import inertial, joint, link, planar_urdf, robot
+
+from dyn_control import (
+    forward_dynamics,
+    gravity_torques,
+    inverse_dynamics,
+    kinetic_energy,
+    load_chain,
+    mass_matrix,
+    potential_energy,
+)
 
 G = 9.81
 ROUND_OFF = 1e-12

@@ -18,11 +18,10 @@ import unittest
 
 import pytest
 
-launch_testing = pytest.importorskip(
+pytest.importorskip(
     "launch_testing", reason="launch_testing is not importable (no ROS 2 launch here); "
     "test_integration.py tests the same processes without launch")
 
-import launch  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import rclpy  # noqa: E402
@@ -31,6 +30,8 @@ from launch.actions import ExecuteProcess, IncludeLaunchDescription  # noqa: E40
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+import launch  # noqa: E402
 
 ERROR_BOUND = 5e-3  # rad, |e| on every joint, 4 to 6 s after the first command
 TIMEOUT = 60.0  # s, for start-up (the first run compiles the numba kernels)

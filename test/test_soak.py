@@ -9,7 +9,8 @@ and never needs less than 2 MB of room, for the allocator's steps (measured here
 3 minutes) stays below 1e-3 rad on every joint (measured 1e-5 to 6e-5), and the last one's is
 at most 1.5x the first one's (measured 0.9x to 1.0x a minute; 1.23x a third of the 1-minute
 run, whose thirds see different stretches of the sines: the loop is synchronous, so the
-figure is the same on a busy machine, sampled on ~/controller_state: test/soak.py)."""
+figure is the same on a busy machine, sampled on ~/controller_state: test/soak.py).
+"""
 
 import json
 import os
@@ -18,7 +19,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PACKAGE_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
@@ -29,7 +29,8 @@ GROWTH_MB = max(2.0, 5.0 * 0.75 * SECONDS / 450)  # from a quarter of the run to
 
 @pytest.fixture(scope="module")
 def soak():
-    res = subprocess.run([sys.executable, str(PACKAGE_DIR / "test" / "soak.py"), str(SECONDS), "78"],
+    res = subprocess.run([sys.executable, str(PACKAGE_DIR / "test" / "soak.py"), str(SECONDS),
+                          "78"],
                          capture_output=True, text=True, timeout=30 * SECONDS + 300)
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads(res.stdout.strip().splitlines()[-1])

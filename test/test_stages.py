@@ -1,26 +1,27 @@
-"""Each stage of a controller tick on its own (dyn_control.controller), without the core that composes
-them: the watchdog's timing, the limits' rate bound, the goal tracker's door, the Cartesian
+"""Each stage of a controller tick on its own (dyn_control.controller), without the core that
+composes them: the watchdog's timing, the limits' rate bound, the goal tracker's door, the Cartesian
 target's entry and filter, the statistics, and settings that are the laws' keyword arguments.
-References: closed forms (the rate bound, the first-order filter), and the stages' rules."""
+References: closed forms (the rate bound, the first-order filter), and the stages' rules.
+"""
 
 import dataclasses
 
 import numpy as np
 import pytest
-
 from conftest import URDF_DIR, table_values
+
 from dyn_control import load_chain
 from dyn_control.controller.cartesian import CartesianLaw
-from dyn_control.controller.laws import ControlLaw
 from dyn_control.controller.goals import INVALID_GOAL, Request
-from dyn_control.kinematics import frame_pose, rotation_log
-from dyn_control.parameters import CONTROLLER
+from dyn_control.controller.laws import ControlLaw
 from dyn_control.controller.limits import OutputLimits
 from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.statistics import Statistics
 from dyn_control.controller.target import CartesianTarget
 from dyn_control.controller.tracking import GoalTracker
 from dyn_control.controller.watchdog import Watchdog
+from dyn_control.kinematics import frame_pose, rotation_log
+from dyn_control.parameters import CONTROLLER
 
 Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
 
@@ -127,7 +128,8 @@ def test_the_cartesian_target_is_not_entered_when_too_stiff_for_the_period(chain
 
 def test_statistics_count_ticks_and_saturation():
     stats, said = Statistics(), Said()
-    assert stats.compute_times() == (0.0, 0.0, 0.0) and stats.report() == "compute time: no ticks yet"
+    assert stats.compute_times() == (0.0, 0.0,
+                                     0.0) and stats.report() == "compute time: no ticks yet"
     limits = np.array([1.0, 1.0])
     for tau in ([0.5, 0.5], [1.0, 0.0], [0.0, -2.0]):
         stats.timing()

@@ -15,12 +15,11 @@ import signal
 import time
 
 import pytest
-
 from conftest import URDF_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
-from harness import processes  # noqa: E402
 from dyn_control.nodes.process import STOP_GRACE  # noqa: E402
+from harness import processes  # noqa: E402
 
 ARM = str(URDF_DIR / "default_arm.urdf")
 READY = {"computed_torque_controller": "7 joints", "dynamics_simulator": "7 joints",

@@ -22,14 +22,12 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import PACKAGE_DIR, require
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from dyn_control.nodes.diagnostics import read_diagnostics  # noqa: E402
 from harness import processes  # noqa: E402
@@ -52,7 +50,8 @@ def run(tmp_path_factory):
         ("dynamics_simulator", [processes.config("simulator"), *arm_configs],
          {**common, "command_type": "joint_state", "synchronous": False, "publish_clock": False,
           "command_timeout": 1.0}, None),
-        ("topic_hardware_peer", [], {}, [sys.executable, str(PACKAGE_DIR / "test" / "topic_hardware_peer.py"),
+        ("topic_hardware_peer", [], {}, [sys.executable,
+                                         str(PACKAGE_DIR / "test" / "topic_hardware_peer.py"),
                                          *JOINTS]),
         # without the external-torque observer: its integral takes the states' stamps as the
         # physics' time, and here the stand-in stamps them with the wall clock while the free
@@ -69,7 +68,8 @@ def run(tmp_path_factory):
                              lambda msg: diagnostics.update(read_diagnostics(msg)), 10)
     node.create_subscription(JointTrajectoryControllerState,
                              "/computed_torque_controller/controller_state",
-                             lambda msg: states.append((time.monotonic(), np.array(msg.error.positions),
+                             lambda msg: states.append((time.monotonic(),
+                                                        np.array(msg.error.positions),
                                                         np.array(msg.reference.velocities))), 100)
     executor = SingleThreadedExecutor()
     executor.add_node(node)

@@ -3,10 +3,10 @@ simulator and the controller as separate processes (config/*.yaml, synchronous o
 time, real time), and a client of our own in this process, as MoveIt drives an arm.
 
 References: joint_trajectory_controller's semantics (its result codes and tolerance rules,
-dyn_control.controller.goals), the goal's own target positions, ~/reference for ~/controller_state, and the
-closed form of the computed-torque error response for the bounds (poles at -20 rad/s, stated at
-each test). control_msgs here is the stand-in that `make test` builds (test/standin_control_msgs),
-field for field the released one.
+dyn_control.controller.goals), the goal's own target positions, ~/reference for ~/controller_state,
+and the closed form of the computed-torque error response for the bounds (poles at -20 rad/s, stated
+at each test). control_msgs here is the stand-in that `make test` builds
+(test/standin_control_msgs), field for field the released one.
 """
 
 import statistics
@@ -17,14 +17,14 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
+from conftest import require  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from conftest import require  # noqa: E402
+from dyn_control.nodes import messages  # noqa: E402
 from harness import processes  # noqa: E402
 from harness.background import BackgroundNode  # noqa: E402
-from dyn_control.nodes import messages  # noqa: E402
 
 require("control_msgs")  # built by `make test`; without it, test_nodes covers the topic only
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
@@ -41,7 +41,8 @@ STATUS_SUCCEEDED, STATUS_CANCELED, STATUS_ABORTED = 4, 5, 6  # action_msgs/GoalS
 class Client(BackgroundNode):
     """An action client plus what it needs to judge the loop: the joint states, the
     controller's ~/reference and ~/controller_state, and a topic publisher. Spun in a
-    background thread; the test thread waits on futures."""
+    background thread; the test thread waits on futures.
+    """
 
     def __init__(self):
         super().__init__("action_test_client")
@@ -100,7 +101,8 @@ def wait(future, timeout):
 
 def wait_sim(client, seconds, since=None):
     """Wait until the recorded joint states reach `seconds` of simulated time after `since`
-    (default: the newest recorded now; the recording may lag the loop a little)."""
+    (default: the newest recorded now; the recording may lag the loop a little).
+    """
     start = client.latest()[0] if since is None else since
     deadline = time.monotonic() + 10 * seconds + 10
     while client.latest()[0] < start + seconds:
@@ -114,7 +116,8 @@ def assert_holds(client, t0, target, timeout=60.0, short_of=0.1):
     still at the end (under 1e-5 rad over the last 0.2 s: the critically damped decay, poles at
     -20 rad/s, is ~1e-9 rad by then), over `short_of` rad from the target on some joint.
     Waited for in simulated time, as the recording shows it: a loaded machine's client records
-    late and misses states. Returns how far it went past that position (rad)."""
+    late and misses states. Returns how far it went past that position (rad).
+    """
     deadline = time.monotonic() + timeout
     while True:
         t, moved = client.positions_since(t0)
@@ -150,7 +153,8 @@ def goal_to(q_target, duration=2.0, q_now=None, **fields):
 
 def start_loop(log_dir, domain, controller_params=None):
     """The synchronous simulator and the controller (on simulated time) on the default arm, as
-    processes on `domain`: -> [simulator, controller]."""
+    processes on `domain`: -> [simulator, controller].
+    """
     urdf, arm_configs = processes.arm_files("default_arm")
     env = processes.loop_env()
     return [processes.NodeProcess(

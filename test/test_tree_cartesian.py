@@ -4,19 +4,19 @@ the controller core in a synchronous in-process loop with the simulated arm at 1
 Both hands are tasks of one law: their Jacobians stacked (12 rows), one Lambda and one
 nullspace (15 - 12 = 3 directions, the torso among them). References: closed forms. With the
 stacked Jacobian of full row rank, the equilibrium J^T (K e + w) + N^T tau_n = 0 gives K e = -w
-for each hand (the module docstring of dyn_control.controller.cartesian): a push on one hand moves it by
-F/K and leaves the other where it is. The dynamically consistent nullspace moves no hand, so the
-torso can lift under both held hands. Bounds are stated at each test with what was measured.
+for each hand (the module docstring of dyn_control.controller.cartesian): a push on one hand moves
+it by F/K and leaves the other where it is. The dynamically consistent nullspace moves no hand, so
+the torso can lift under both held hands. Bounds are stated at each test with what was measured.
 """
 
 import numpy as np
 import pytest
-
 from conftest import URDF_DIR, table_values
+
 from dyn_control import kinematics, load_chain
 from dyn_control.controller.core import ControllerCore
-from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.laws import effort_limits
+from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER
 from dyn_control.sim.simulation import Simulation
 
@@ -100,7 +100,8 @@ def test_a_push_on_one_hand_moves_it_by_f_over_k_and_not_the_other(tree):
 def test_each_hand_has_its_own_target_and_stiffness(tree):
     # A stiffness per hand (12 values): the right hand's target 2 cm up. Bound: it gets there
     # within 0.5 mm in 3 s, and the left hand stays within 0.5 mm of its own.
-    loop = Loop(tree, cartesian_stiffness=[500.0] * 3 + [30.0] * 3 + [800.0] * 3 + [40.0] * 3).run(0.2)
+    loop = Loop(tree,
+                cartesian_stiffness=[500.0] * 3 + [30.0] * 3 + [800.0] * 3 + [40.0] * 3).run(0.2)
     (_, left0), (R1, right0) = loop.hands()
     np.testing.assert_array_equal(loop.core.cartesian.K[6:9], 800.0)
     loop.core.set_target_pose(R1, right0 + [0.0, 0.0, 0.02], frame=1)
@@ -113,7 +114,8 @@ def test_each_hand_has_its_own_target_and_stiffness(tree):
 
 
 def test_a_wrong_stiffness_count_names_the_parameter(tree):
-    with pytest.raises(ValueError, match="cartesian_stiffness must be a scalar, 6 values or 6 per ee_link"):
+    with pytest.raises(ValueError,
+                       match="cartesian_stiffness must be a scalar, 6 values or 6 per ee_link"):
         Loop(tree, cartesian_stiffness=[100.0] * 7)
 
 

@@ -7,8 +7,8 @@ simulation time, and a client that lifts the torso 0.1 m through the nullspace p
 
 References, as the tree issue states them: both hands held within 1 mm while the torso joint
 moves; under a push on one hand, that hand moves by F/K within 2 % (the closed form of the
-static stiffness, dyn_control.controller.cartesian; K = 500 N/m, the default), and the other by under 2 %
-of that.
+static stiffness, dyn_control.controller.cartesian; K = 500 N/m, the default), and the other by
+under 2 % of that.
 """
 
 import numpy as np
@@ -28,7 +28,8 @@ def run(tmp_path_factory):
 
 def test_the_bag_holds_each_hands_poses(run):
     """Both hands' ~/<link>/current_pose, with messages (the demo holds the hands where they
-    are: no target is published, so none is kept); no empty joint-space topic."""
+    are: no target is published, so none is kept); no empty joint-space topic.
+    """
     from test_demo_bag import read_rosbags
     messages, kinds = read_rosbags(run[0]["bag_path"])
     for link in ("left_tool", "right_tool"):

@@ -11,11 +11,20 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import require, robots_dir
-from dyn_control import (InertiaWarning, URDFError, bias_forces, gravity_torques, inverse_dynamics,
-                         kinetic_energy, kinematics, load_chain, mass_matrix)
 from examples import random_tree_urdf
+
+from dyn_control import (
+    InertiaWarning,
+    URDFError,
+    bias_forces,
+    gravity_torques,
+    inverse_dynamics,
+    kinematics,
+    kinetic_energy,
+    load_chain,
+    mass_matrix,
+)
 
 pin = require("pinocchio")
 from test_kinematics import compare_with_pinocchio  # noqa: E402  (needs pinocchio)
@@ -32,10 +41,12 @@ TREES = {
     "pr2": ("pr2_description/urdf/pr2.urdf",
             ["torso_lift_joint", *(f"{s}_{j}_joint" for s in "lr" for j in PR2_ARM)],
             ("l_wrist_roll_link", "r_wrist_roll_link")),
-    "talos": ("talos_data/robots/talos_reduced.urdf", ["torso_1_joint", "torso_2_joint", *TALOS_ARMS],
+    "talos": ("talos_data/robots/talos_reduced.urdf", ["torso_1_joint", "torso_2_joint",
+                                                       *TALOS_ARMS],
               ("arm_left_7_link", "arm_right_7_link")),
     "baxter": ("baxter_description/urdf/baxter.urdf",
-               [f"{s}_{j}" for s in ("left", "right") for j in ("s0", "s1", "e0", "e1", "w0", "w1", "w2")],
+               [f"{s}_{j}" for s in ("left", "right") for j in ("s0", "s1", "e0", "e1", "w0", "w1",
+                                                                "w2")],
                ("left_wrist", "right_wrist")),
 }
 
@@ -131,7 +142,8 @@ def test_tree_selection_errors_name_the_joint():
     path = robots_dir() / TREES["tiago_dual"][0]
     # an arm joint left out between two controlled ones
     with pytest.raises(URDFError, match="'arm_left_4_joint'.*not in joints"):
-        load_chain(path, joints=[j for j in ["torso_lift_joint", *TIAGO_ARMS] if j != "arm_left_4_joint"])
+        load_chain(path, joints=[j for j in ["torso_lift_joint",
+                                             *TIAGO_ARMS] if j != "arm_left_4_joint"])
     # the torso, not controlled, between the base and both arms' roots is fine with the arms only
     assert load_chain(path, joints=TIAGO_ARMS).n == 14
     with pytest.raises(URDFError, match="tip_link or tip_links"):
@@ -146,6 +158,7 @@ def test_the_composite_rigid_body_m_equals_the_inverse_dynamics_columns():
     # 1e-14 relative to the largest entry: the same sums in another order. Every arm of
     # example-robot-data and the tree robots, zeros across branches included.
     from arm_sweep import arm_paths, load_arm
+
     from dyn_control.kernels import mass_matrix as kernel
     from dyn_control.kernels import views
     chains = [load_arm(rel) for rel in arm_paths()] + [_tree(name)[1] for name in TREES]

@@ -11,16 +11,16 @@ import warnings
 
 import numpy as np
 import pytest
-
 from arm_sweep import arm_paths
 from conftest import PACKAGE_DIR, robots_dir
+
 from dyn_control import load_chain
 from dyn_control.identification.fit import INERTIAL, identified_urdf, parameters, perturbed
 from dyn_control.model.urdf import read_urdf_text, robot_element, top_level
 
 # arms that load only with a limb chosen, as make demo's TIP= chooses it
-CHOSEN = {"baxter_description/urdf/baxter.urdf": dict(tip_link="left_gripper_base_link"),
-          "tiago_description/robots/tiago_dual.urdf": dict(tip_link="arm_left_tool_link")}
+CHOSEN = {"baxter_description/urdf/baxter.urdf": {"tip_link": "left_gripper_base_link"},
+          "tiago_description/robots/tiago_dual.urdf": {"tip_link": "arm_left_tool_link"}}
 
 
 def real_arms():
@@ -29,7 +29,8 @@ def real_arms():
 
 def canonical(element):
     """An element as comparable data: tag (or the comment), attributes, text and children,
-    white space between elements aside (a writer may reindent)."""
+    white space between elements aside (a writer may reindent).
+    """
     tag = element.tag if isinstance(element.tag, str) else "<!--comment-->"
     return (tag, sorted(element.attrib.items()), (element.text or "").strip(),
             [canonical(child) for child in element])
@@ -37,7 +38,8 @@ def canonical(element):
 
 def without(robot, chain):
     """The robot with what identified_urdf owns taken out: the bodies' links' <inertial> and
-    the chain joints' <dynamics> (the <robot>'s own children only)."""
+    the chain joints' <dynamics> (the <robot>'s own children only).
+    """
     links, joints = top_level(robot, "link"), top_level(robot, "joint")
     for name in (name for names in chain.lumped_links for name in names):
         for inertial in links[name].findall("inertial"):
@@ -54,7 +56,8 @@ def test_the_identified_urdf_of_a_real_file_loads_as_written_and_keeps_the_rest(
     written into the arm's own file: loaded back, the inertials, damping and friction are
     the ones written (1e-9 of the largest); every element the writer does not own is as in
     the source, transmissions and comments included; and a <transmission>'s <joint> gets no
-    <dynamics> (there the fitted friction was lost before)."""
+    <dynamics> (there the fitted friction was lost before).
+    """
     path = robots_dir() / rel
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -77,7 +80,8 @@ def test_the_identified_urdf_of_a_real_file_loads_as_written_and_keeps_the_rest(
 
 def test_real_files_have_what_the_round_trip_is_about():
     """The sweep's files hold what this module claims to cover: transmissions whose <joint>
-    shares a joint's name, <gazebo> tags, meshes and comments, somewhere among them."""
+    shares a joint's name, <gazebo> tags, meshes and comments, somewhere among them.
+    """
     seen = set()
     for rel, _ in real_arms():
         robot = robot_element(read_urdf_text(robots_dir() / rel))

@@ -9,11 +9,11 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import URDF_DIR
-from dyn_control import (InertiaWarning, URDFError, inverse_dynamics, load_chain, mass_matrix)
-from dyn_control.model.chain import AmbiguousTip
 from examples import inertial, joint, link, robot
+
+from dyn_control import InertiaWarning, URDFError, inverse_dynamics, load_chain, mass_matrix
+from dyn_control.model.chain import AmbiguousTip
 
 ROUND_OFF = 1e-12
 BODY = inertial(1.0, (0.1, 0, 0), np.diag([0.01, 0.02, 0.02]))
@@ -115,7 +115,8 @@ def test_malformed_xml_and_values_raise_our_error():
 
 def test_default_tip_is_end_of_longest_movable_path():
     # a side branch with one movable joint off the base is shorter than the main path
-    branch = [joint("side", "revolute", "base", "side_link", axis=(1, 0, 0)), link("side_link", BODY)]
+    branch = [joint("side", "revolute", "base", "side_link", axis=(1, 0, 0)), link("side_link",
+                                                                                   BODY)]
     chain = load_chain(two_joint(branch))
     assert chain.joint_names == ["j1", "j2"] and chain.tip_link == "l2"
     assert chain.root_link == "base"
@@ -146,7 +147,8 @@ def test_ambiguous_tip_lists_the_candidates_and_the_tree():
             fork += [joint(f"{side}{k}", "revolute", parent, f"{side}l{k}", axis=(1, 0, 0)),
                      link(f"{side}l{k}", BODY)]
             parent = f"{side}l{k}"
-    with pytest.raises(AmbiguousTip, match=r"ambiguous.*\['al2', 'bl2'\]; set tip_link or joints") as err:
+    with pytest.raises(AmbiguousTip,
+                       match=r"ambiguous.*\['al2', 'bl2'\]; set tip_link or joints") as err:
         load_chain(two_joint(fork))
     assert err.value.outline.splitlines()[:4] == [
         "base", "  j1 (revolute) -> l1", "    j2 (revolute) -> l2", "      a0 (revolute) -> al0"]
@@ -162,10 +164,10 @@ def test_joints_list_gives_path_order_and_chain_ends():
 
 
 @pytest.mark.parametrize("kwargs, named", [
-    (dict(joints=["j1", "nope"]), "nope"),
-    (dict(joints=["j1", "fix"]), "fix"),
-    (dict(tip_link="nowhere"), "nowhere"),
-    (dict(root_link="l2", tip_link="l1"), "l1"),
+    ({"joints": ["j1", "nope"]}, "nope"),
+    ({"joints": ["j1", "fix"]}, "fix"),
+    ({"tip_link": "nowhere"}, "nowhere"),
+    ({"root_link": "l2", "tip_link": "l1"}, "l1"),
 ])
 def test_selection_errors_name_the_joint_or_link(kwargs, named):
     fixed = [joint("fix", "fixed", "l2", "tool"), link("tool", BODY)]
@@ -257,7 +259,8 @@ def test_limits_and_dynamics_are_kept():
 
 def test_missing_inertial_means_zero_mass_and_a_joint_moving_nothing_is_refused():
     """A joint whose links carry no mass makes M singular (a zero row): refused in one line
-    naming the joint and its link; inspect's strict=False still loads it, at zero mass."""
+    naming the joint and its link; inspect's strict=False still loads it, at zero mass.
+    """
     urdf = two_joint().replace(f'<link name="l2">{BODY}</link>', '<link name="l2"/>')
     with pytest.raises(URDFError, match="joint 'j2' moves no mass: its link 'l2'"):
         load_chain(urdf)
@@ -301,8 +304,10 @@ def test_fixed_children_and_tip_tools_are_lumped_by_parallel_axis():
 
 def test_off_chain_movable_joint_is_taken_at_zero():
     # A finger on a revolute joint past the tip: same as the finger on a fixed joint.
-    finger = lambda jtype: [joint("finger", jtype, "l2", "f", xyz=(0.1, 0.05, 0), axis=(0, 0, 1)),
-                            link("f", inertial(0.3, (0.05, 0, 0), np.eye(3) * 1e-3))]
+    def finger(jtype):
+        return [joint("finger", jtype, "l2", "f", xyz=(0.1, 0.05, 0), axis=(0, 0, 1)),
+                link("f", inertial(0.3, (0.05, 0, 0), np.eye(3) * 1e-3))]
+
     a = load_chain(two_joint(finger("revolute")), tip_link="l2")
     b = load_chain(two_joint(finger("fixed")))
     assert_same_dynamics(a, b)
@@ -314,7 +319,8 @@ def test_off_chain_movable_joint_is_taken_at_zero():
     (np.diag([0.01, 0.01, 0.05]), "triangle inequality"),
 ])
 def test_invalid_inertia_names_the_link_and_numbers(tensor, match):
-    bad = two_joint().replace(f'<link name="l2">{BODY}', f'<link name="l2">{inertial(1.0, (0, 0, 0), tensor)}')
+    bad = two_joint().replace(f'<link name="l2">{BODY}',
+                              f'<link name="l2">{inertial(1.0, (0, 0, 0), tensor)}')
     with pytest.raises(URDFError, match=f"link 'l2'.*{match}"):
         load_chain(bad)
     with warnings.catch_warnings(record=True) as caught:
@@ -338,22 +344,26 @@ def test_asymmetric_tensor_is_named():
     # tensors built otherwise and is tested on its own.
     from dyn_control.model.inertia import check_inertia
     tensor = np.array([[0.02, 0.001, 0], [0.0, 0.02, 0], [0, 0, 0.02]])
-    assert any("not symmetric" in p and "'l9'" in p for p in check_inertia("link 'l9'", 1.0, tensor))
+    assert any("not symmetric" in p and "'l9'" in p for p in check_inertia("link 'l9'", 1.0,
+                                                                           tensor))
     assert check_inertia("l9", 1.0, np.diag([0.02, 0.02, 0.02])) == []
 
 
 def test_triangle_inequality_has_relative_slack():
     # A slender rod (I1 = 0, I2 = I3) sits exactly on the bound; 1e-9 relative over is accepted.
     rod = np.diag([0.0, 0.02, 0.02 * (1 + 1e-9)])
-    ok = two_joint().replace(f'<link name="l2">{BODY}', f'<link name="l2">{inertial(1.0, (0, 0, 0), rod)}')
+    ok = two_joint().replace(f'<link name="l2">{BODY}',
+                             f'<link name="l2">{inertial(1.0, (0, 0, 0), rod)}')
     assert load_chain(ok).n == 2
 
 
 def test_gravity_is_expressed_in_the_urdf_root_frame():
     # With root_link below a fixed joint that tilts the base by 90 deg about x, the chain's
     # gravity is that of the URDF root rotated into the new base.
-    tilted = robot("t", link("world"), joint("mount", "fixed", "world", "base", rpy=(np.pi / 2, 0, 0)),
-                   link("base"), joint("j1", "revolute", "base", "l1", axis=(0, 0, 1)), link("l1", BODY))
+    tilted = robot("t", link("world"), joint("mount", "fixed", "world", "base", rpy=(np.pi / 2, 0,
+                                                                                     0)),
+                   link("base"), joint("j1", "revolute", "base", "l1", axis=(0, 0, 1)), link("l1",
+                                                                                             BODY))
     chain = load_chain(tilted, root_link="base")
     np.testing.assert_allclose(chain.gravity, [0, -9.81, 0], atol=ROUND_OFF)
     from_world = load_chain(tilted)

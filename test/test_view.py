@@ -1,7 +1,8 @@
 """make demo VIEW=1's scene (harness.view.ArmView on a viser server, in process, a free port):
 what the server holds. References: the chain's forward kinematics (frame_pose) for every link
 the chain moves, to 1e-6 m and rad (the scene's values are what the browser gets), and the
-markers the controller publishes (test_nodes checks those against forward kinematics)."""
+markers the controller publishes (test_nodes checks those against forward kinematics).
+"""
 
 import socket
 import types
@@ -9,8 +10,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import DEFAULT_ARM, require, robots_dir
+
 from dyn_control import load_chain
 from dyn_control.kinematics import frame_pose, quaternion_matrix
 
@@ -89,13 +90,14 @@ def test_markers_become_a_path_axes_and_an_arrow_and_go_when_deleted(view):
 def test_a_mesh_that_cannot_be_found_is_skipped_with_one_warning_and_a_busy_port_named():
     """A URDF whose visuals are a box, a cylinder, a sphere and two meshes that are not there:
     the three shapes are in the scene, the meshes skipped with one warning; a second view on
-    the same port is refused in one line naming it."""
-    text = DEFAULT_ARM.read_text().replace('<link name="link1">', '''<link name="link1">
+    the same port is refused in one line naming it.
+    """
+    text = DEFAULT_ARM.read_text().replace('<link name="link1">', """<link name="link1">
     <visual><geometry><box size="0.1 0.1 0.2"/></geometry></visual>
-    <visual><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.05" length="0.2"/></geometry></visual>
-    <visual><geometry><sphere radius="0.06"/></geometry></visual>
+    <visual><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.05"
+    length="0.2"/></geometry></visual> <visual><geometry><sphere radius="0.06"/></geometry></visual>
     <visual><geometry><mesh filename="package://nowhere/meshes/link1.stl"/></geometry></visual>
-    <visual><geometry><mesh filename="meshes/nothere.dae"/></geometry></visual>''', 1)
+    <visual><geometry><mesh filename="meshes/nothere.dae"/></geometry></visual>""", 1)
     port = free_port()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -120,7 +122,8 @@ def test_a_real_arms_meshes_load_and_its_links_are_where_the_kinematics_puts_the
     (COLLADA through pycollada, the xArm7's STL; package:// paths, found under the package's
     folder above the URDF, the Panda's and the xArm7's as package://example-robot-data/...)
     are in the scene, none skipped, no warning; and at a random state every link the chain
-    moves (the Panda's hand and locked fingers too) is where frame_pose puts it, to 1e-6."""
+    moves (the Panda's hand and locked fingers too) is where frame_pose puts it, to 1e-6.
+    """
     path = robots_dir() / rel
     chain = load_chain(path, **kwargs)
     with warnings.catch_warnings():
@@ -138,7 +141,8 @@ def test_a_real_arms_meshes_load_and_its_links_are_where_the_kinematics_puts_the
 
 def test_the_view_node_shows_published_joint_states_and_markers(view):
     """Over DDS (its own domain): a JointState on /joint_states moves the scene to the forward
-    kinematics of its positions, and a MarkerArray on the controller's ~/markers adds its path."""
+    kinematics of its positions, and a MarkerArray on the controller's ~/markers adds its path.
+    """
     import time
 
     import rclpy
@@ -178,7 +182,8 @@ def test_the_view_node_shows_published_joint_states_and_markers(view):
 def test_sigterm_to_make_demo_view_stops_the_view_and_every_node(tmp_path):
     """SIGTERM to `make demo VIEW=1`'s process is taken as Ctrl-C: the view (a process in a
     session of its own) and the loop's nodes are stopped, none is left running (every process
-    of this test's ROS domain, read from /proc)."""
+    of this test's ROS domain, read from /proc).
+    """
     import os
     import pathlib
     import signal

@@ -41,7 +41,12 @@ import numpy as np
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
-from dyn_control.kernels.frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
+from dyn_control.kernels.frames import (
+    LOCAL_WORLD_ALIGNED,
+    frame_jacobian,
+    frame_placement,
+    kinematics,
+)
 
 DEFAULT_MARGIN_SHARE = 0.1  # of each joint's range: the simulator starts at least this far in
 DEFAULT_MARGIN_MAX = 0.2  # rad or m: the default margin on a wide joint
@@ -57,7 +62,8 @@ HEADWAY = 0.15  # s: the barriers act on where a joint (a hand) will be this lon
 
 def default_margins(chain):
     """(n,) rad or m: DEFAULT_MARGIN_SHARE of each joint's range, at most DEFAULT_MARGIN_MAX;
-    0 (no barrier) on a joint without two limits."""
+    0 (no barrier) on a joint without two limits.
+    """
     span = chain.position_max - chain.position_min
     return np.where(np.isfinite(span), np.minimum(DEFAULT_MARGIN_SHARE * span, DEFAULT_MARGIN_MAX),
                     0.0)
@@ -67,7 +73,8 @@ def default_margins(chain):
 def push(d, away, margin, stiffness, damping, nearest):
     """The module docstring's profile: the barrier's push away from a limit at distance d,
     moving away from it at `away`; closer than `nearest` (> 0), and past the limit, it goes on
-    along its tangent at `nearest`."""
+    along its tangent at `nearest`.
+    """
     d += HEADWAY * min(away, 0.0)  # where the joint will be, at its speed toward the limit
     if margin <= 0.0 or d >= margin:
         return 0.0
@@ -83,7 +90,8 @@ def joint_barriers(mvec, mrot, ints, vecs, rots, mats, q, qd, lower, upper, marg
     """Fill out (n,) with the barrier torques (N m or N) at (q, qd) -> (active, fault): whether
     any is non-zero, and the first joint over its velocity limit (-1: none). Per joint (n,):
     lower, upper (inf: none), margin (0: off), stiffness, damping, velocity_limit (inf: none);
-    fraction (0: no velocity damping), velocity_damping (1/s) and period (s) are scalars."""
+    fraction (0: no velocity damping), velocity_damping (1/s) and period (s) are scalars.
+    """
     n = q.shape[0]
     most_damping = 1.0 / (n * period)
     active, fault = False, -1
@@ -112,7 +120,8 @@ def joint_barriers(mvec, mrot, ints, vecs, rots, mats, q, qd, lower, upper, marg
 @jit
 def wall_force(p, v, low, high, margin, stiffness, damping, out):
     """Fill out (3,) with the walls' force (N, base axes) on a hand at p (3,) m moving at v
-    (3,) m/s, inside the box low..high (3,) with the profile above -> whether it is non-zero."""
+    (3,) m/s, inside the box low..high (3,) with the profile above -> whether it is non-zero.
+    """
     active = False
     for k in range(3):
         f = (push(p[k] - low[k], v[k], margin, stiffness, damping, 1e-3 * margin)
@@ -127,7 +136,8 @@ def wall_barriers(mvec, mrot, ints, vecs, rots, mats, q, qd, bodies, R_offs, p_o
                   highs, margin, stiffness, damping, Rf, pf, J, force, out):
     """Add to out (n,) each frame's walls' J_v^T F (wall_force at the frame's origin, lows and
     highs (frames, 3)), from one kinematics pass; Rf, pf, J, force: scratch -> whether any
-    acts."""
+    acts.
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     n, v, active = q.shape[0], np.empty(3), False
@@ -152,7 +162,8 @@ def room(q, lower, upper):
 
 def check_margins(chain, margins):
     """ValueError naming the joint and the value when a margin is over half its joint's range
-    (the two barriers would overlap: no place would be free of them)."""
+    (the two barriers would overlap: no place would be free of them).
+    """
     span = chain.position_max - chain.position_min
     for name, m, s in zip(chain.joint_names, margins, span):
         if math.isfinite(s) and m > s / 2:

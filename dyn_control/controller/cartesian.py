@@ -41,10 +41,22 @@ from dyn_control.dynamics import mass_matrix
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
-from dyn_control.kernels.frames import (LOCAL_WORLD_ALIGNED, frame_bias_acceleration, frame_jacobian,
-                             frame_placement, kinematics)
-from dyn_control.kernels.linalg import (cholesky_apply, cholesky_factor, compose_eigen, matmul, matvec,
-                             operational_space, symmetric_eigen)
+from dyn_control.kernels.frames import (
+    LOCAL_WORLD_ALIGNED,
+    frame_bias_acceleration,
+    frame_jacobian,
+    frame_placement,
+    kinematics,
+)
+from dyn_control.kernels.linalg import (
+    cholesky_apply,
+    cholesky_factor,
+    compose_eigen,
+    matmul,
+    matvec,
+    operational_space,
+    symmetric_eigen,
+)
 from dyn_control.kernels.newton_euler import rnea
 from dyn_control.kernels.so3 import rotation_log
 from dyn_control.kinematics import SINGULARITY_DAMPING
@@ -74,8 +86,9 @@ def critical_damping(K, gain, V):
     light mode (a wrist) gets the small damping its inertia takes at the control period,
     where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability. A direction the
     arm cannot move in (an arm of fewer than 6 joints, a singular pose) has a gain of round-off
-    size: it is taken as 0, no damping there. (1 / its root amplified round-off into a
-    torque of 1e4 N m within one tick on example-robot-data's double pendulum.)"""
+    size: it is taken as 0, no damping there (1 / its root amplified round-off into a
+    torque of 1e4 N m within one tick on example-robot-data's double pendulum).
+    """
     m = K.shape[0]
     largest = 0.0
     for i in range(m):
@@ -95,7 +108,8 @@ def critical_damping(K, gain, V):
 @jit
 def pose_error(R, p, R_d, p_d, max_error):
     """e (6,) = [p_d - p; log(R_d R^T)], m and rad, base axes, each part clipped to its norm
-    max_error (2,) (0: no clip)."""
+    max_error (2,) (0: no clip).
+    """
     e = np.empty(6)
     Rerr = np.empty((3, 3))
     for r in range(3):
@@ -114,7 +128,8 @@ _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
-def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, operational, max_error,
+def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, operational,
+         max_error,
          Kn, Dn, wrap, damping_b, friction, deadband, period, damping, limits, q, qd, R_d, p_d, w,
          q_n):
     """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames stacked in one task
@@ -123,7 +138,8 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
     negative entry is unset (critical). operational: operational_space. damping_b, friction
     (n,): the joint damping and friction to compensate (zeros: none); period (s): the control
     period; damping: of Lambda's inverse. One kinematics pass fills the workspace's poses, which
-    M, the bias, the frames' Jacobians and J-dot qd then read."""
+    M, the bias, the frames' Jacobians and J-dot qd then read.
+    """
     n, f = q.shape[0], frame_bodies.shape[0]
     m = 6 * f
     model, data = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
@@ -184,7 +200,8 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
         pull_n[i] = Kn[i] * err
         tau_n[i] = pull_n[i] - dn * vn[i]
     # N^T x = x - J^T Lambda (M^-1 J^T)^T x, for the nullspace torque and its spring part
-    z, z_pull = matvec(Lam, matvec(MinvJt.T.copy(), tau_n)), matvec(Lam, matvec(MinvJt.T.copy(), pull_n))
+    z, z_pull = matvec(Lam, matvec(MinvJt.T.copy(), tau_n)), matvec(Lam, matvec(MinvJt.T.copy(),
+                                                                                pull_n))
     command, pull = np.empty(n), np.empty(n)
     for i in range(n):
         command[i], pull[i] = tau_n[i], pull_n[i]
@@ -272,7 +289,8 @@ class CartesianLaw:
         the largest eigenvalue of K^1/2 (J M^-1 J^T) K^1/2 (the modes of Lambda x'' + K x = 0,
         with no inverse: a singular direction, where the arm cannot move, has none);
         operational_space: sqrt(max K), unit mass. Above 1/period the sampled loop can
-        oscillate on a light arm."""
+        oscillate on a light arm.
+        """
         if self.operational_space:
             return float(np.sqrt(self.K.max()))
         J = self.jacobian(q)

@@ -1,18 +1,18 @@
 """The observe stage, after the command is out: the external joint torques from the momentum
-observer (dyn_control.controller.observer), the wrench at each ee_link, and Franka's two levels, in one
-compiled call (kernels.momentum.observe).
+observer (dyn_control.controller.observer), the wrench at each ee_link, and Franka's two levels, in
+one compiled call (kernels.momentum.observe).
 Contact is reported while it lasts; a collision is latched until a reset, which is refused
 while the arm is still in contact. The reaction to a collision (a switch of law) is the core's.
 
 Internally r is the torque the world applies to the joints (De Luca's residual); what the
-topics publish is the node's business (Franka's sign, dyn_control.nodes.controller_topics)."""
+topics publish is the node's business (Franka's sign, dyn_control.nodes.controller_topics).
+"""
 
 import numpy as np
 
 from dyn_control.controller.laws import ControlLaw
-from dyn_control.kernels import momentum
 from dyn_control.controller.observer import FRICTION_VELOCITY, SINGULAR_VALUE, MomentumObserver
-
+from dyn_control.kernels import momentum
 
 LEVELS = ("contact", "collision")
 
@@ -33,7 +33,8 @@ class ContactMonitor:
         """settings: controller.settings.Contact, or None (off); limits, the effort limits, and
         joint (settings.JointLaw), the friction compensation and the period of comply's law. A
         new model (a payload) starts a new observer that keeps r: the estimate carries on and
-        converges to the new model's."""
+        converges to the new model's.
+        """
         self.settings, self.ee_links = settings, ee_links
         if settings is None:
             self.observer = None
@@ -87,7 +88,8 @@ class ContactMonitor:
         drives apply none of it (brakes still on, a drive not yet enabled), and what holds the
         arm then is not contact (a simulator braked past its first command under load read as
         a 34 N collision at Tiago's hand). Returns the reason of a collision latched by this
-        state, or None."""
+        state, or None.
+        """
         if self.observer is None:
             return None
         t, q, qd = state
@@ -112,7 +114,8 @@ class ContactMonitor:
 
     def _over(self, level, kind, i):
         """What the observe stage found over `level` (0 contact, 1 collision): kind 1, joint i;
-        2, ee_link i; said as "collision on joint4: 31.20 N·m over 20.0"."""
+        2, ee_link i; said as "collision on joint4: 31.20 N·m over 20.0".
+        """
         if kind == 1:
             value, limit = self.observer.felt[i], self.joint_levels[level, i]
             return (f"{LEVELS[level]} on {self.observer.chain.joint_names[i]}: {value:.2f} N·m "
@@ -126,7 +129,8 @@ class ContactMonitor:
     def wrenches(self, q):
         """(k, 6) wrench that the world applies at each ee_link, base axes [N; N m], from the
         current residual (kept in `forces`; the links whose Jacobian is singular there in
-        `singular`)."""
+        `singular`).
+        """
         for k, frame in enumerate(self.frames):
             self.flags[k] = self.observer.wrench(q, frame, self.forces[k])
         self._flag_singular()
@@ -134,7 +138,8 @@ class ContactMonitor:
 
     def current_wrenches(self, q):
         """`wrenches` at q, or those the observe stage computed this tick when it checks forces
-        (the same residual: not computed twice)."""
+        (the same residual: not computed twice).
+        """
         return self.forces if self.check_forces else self.wrenches(q)
 
     def reset(self):

@@ -33,23 +33,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dyn_control.controller import barriers
-
 from dyn_control import kinematics
+from dyn_control.controller import barriers
 from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
-from dyn_control.controller.laws import MODES, TEACH, ControlLaw, TeachLaw
-from dyn_control.cores import Events
-from dyn_control.dynamics import gravity_torques
-from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
-from dyn_control.sim.simulation import default_initial_positions, gravity_overloads
 from dyn_control.controller.contact import ContactMonitor
+from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
 from dyn_control.controller.guard import Guard
+from dyn_control.controller.laws import MODES, TEACH, ControlLaw, TeachLaw
 from dyn_control.controller.limits import OutputLimits
 from dyn_control.controller.statistics import Statistics, report
 from dyn_control.controller.target import CartesianTarget, too_stiff
 from dyn_control.controller.tracking import GoalTracker
-from dyn_control.controller.watchdog import Watchdog
 from dyn_control.controller.trajectory import Trajectory
+from dyn_control.controller.watchdog import Watchdog
+from dyn_control.cores import Events
+from dyn_control.dynamics import gravity_torques
+from dyn_control.sim.simulation import default_initial_positions, gravity_overloads
 
 
 class Command(NamedTuple):
@@ -89,7 +88,8 @@ class ControllerCore(Events):
         integral, the observer its estimate; new default tolerances apply from the next goal
         (as JTC). Entering cartesian_impedance (or a new ee_link) targets the current pose and
         posture; leaving it, the joint law holds the measured position. ValueError, and no
-        change, when the stiffness is beyond what the control period holds at the pose."""
+        change, when the stiffness is beyond what the control period holds at the pose.
+        """
         s, before = settings, self.settings
         joint = s.joint
         cartesian = CartesianLaw(s.model, **vars(s.cartesian), limits=s.limits,
@@ -135,14 +135,16 @@ class ControllerCore(Events):
 
     def offer(self, request):
         """A new goal (goals.Request) -> its Goal, refused (done), active or pending; refused
-        with the collision's reason while one is latched and reacted to."""
+        with the collision's reason while one is latched and reacted to.
+        """
         refusal = self.contact.refusal or (self.guard.fault and
                                            f"{self.guard.fault}: call ~/reset_collision first")
         return self.goals.offer(request, self.state, refusal)
 
     def reset_collision(self):
         """Clear a latched collision -> (done, message), refused while in contact; then hold
-        where the arm is (cartesian_impedance: its current pose)."""
+        where the arm is (cartesian_impedance: its current pose).
+        """
         done, message = self.contact.reset()
         if done and self.guard.fault:
             message = f"cleared: {self.guard.fault}" + (
@@ -173,7 +175,8 @@ class ControllerCore(Events):
     def update(self, now, state=None, effort=None, send=None):
         """A good joint state (stamp, q, qd) at `now` (effort: its measured torques, or None),
         or None for a watchdog tick. -> the Command to send: on a state when rate is 0. send:
-        called with it as soon as it is computed, before the observe stage."""
+        called with it as soon as it is computed, before the observe stage.
+        """
         if state is None:
             return self._watchdog(now)
         if self.watchdog.seen(now):  # states are back: hold where the arm is now, no jump
@@ -200,7 +203,8 @@ class ControllerCore(Events):
         counts from what holds the arm now: the measured effort (a controller before this one),
         or where it is all zero (the drives apply nothing: brakes), from zero, or from g(q)
         when the arm compensates gravity itself (a zero command then). A joint inside its
-        margin gets it back gently."""
+        margin gets it back gently.
+        """
         t, q, _ = state
         self._check_holding(q)
         self.ramp_from = t
@@ -223,7 +227,8 @@ class ControllerCore(Events):
     def _check_holding(self, q):
         """At the first state: whether the effort limits can hold the arm there against
         gravity. Where they cannot, the arm sags into its stops from the first command, and
-        the stop's torque reads as contact: say the cause first."""
+        the stop's torque reads as contact: say the cause first.
+        """
         self.overloads = gravity_overloads(self.model, q, self.limits)
         for line in self.overloads:
             self._say("warning", f"the start pose cannot be held: {line}")
@@ -286,7 +291,8 @@ class ControllerCore(Events):
 
     def _soft_start(self, t, q, tau):
         """The law's tau with its gains ramped in over soft_start s since ramp_from: gravity
-        compensation g(q) plus that share of the rest."""
+        compensation g(q) plus that share of the rest.
+        """
         if self.ramp_from is None:
             return tau
         share = (t - self.ramp_from) / self.settings.soft_start if self.settings.soft_start else 1
@@ -322,7 +328,8 @@ class ControllerCore(Events):
     def _send(self, command):
         """The limits stage: rate-limited, never a non-finite command (None then); without
         g(q) where the arm adds its own (the stages before and the observer keep the whole
-        torque: what the joints get)."""
+        torque: what the joints get).
+        """
         tau = self.output.apply(command.tau, command.t, self.settings.max_effort_rate)
         if tau is None:
             return None
@@ -352,7 +359,8 @@ def warm_up(settings):
     Cartesian law, its stiffness check, the target filter) and teach, and the barriers'
     kernels. Else the first tick would stall 0.3 s, and on a first run a switch of mode at run
     time stalled the loop for the compile (20.7 s measured: the simulator's command timeout
-    dropped the arm)."""
+    dropped the arm).
+    """
     model = settings.model
     q, zero = default_initial_positions(model), np.zeros(model.n)  # (inside the limits)
     for mode in (settings.joint.mode, CARTESIAN_IMPEDANCE, TEACH):

@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dyn_control.kernels.compile import jit
 from dyn_control.controller.trajectory import Trajectory
+from dyn_control.kernels.compile import jit
 
 SUCCESSFUL = "SUCCESSFUL"
 INVALID_GOAL = "INVALID_GOAL"
@@ -77,7 +77,8 @@ class Request(NamedTuple):
 
 class Tolerances(NamedTuple):
     """path, goal: (n, 3) per joint, columns POSITION, VELOCITY, ACCELERATION (rad, rad/s,
-    rad/s^2 or m ...), 0 = not checked; goal_time: s, 0 = no limit."""
+    rad/s^2 or m ...), 0 = not checked; goal_time: s, 0 = no limit.
+    """
 
     path: np.ndarray
     goal: np.ndarray
@@ -86,7 +87,8 @@ class Tolerances(NamedTuple):
     @classmethod
     def defaults(cls, trajectory, goal, stopped_velocity, goal_time):
         """From the parameters: trajectory, goal (n,) position tolerances, the stopped-velocity
-        tolerance (the goal's velocity tolerance on every joint) and goal_time (s)."""
+        tolerance (the goal's velocity tolerance on every joint) and goal_time (s).
+        """
         n = len(trajectory)
         path, final = np.zeros((n, 3)), np.zeros((n, 3))
         path[:, POSITION] = trajectory
@@ -104,7 +106,8 @@ def _override(default, value, what):
 
 def goal_tolerances(defaults, request, joint_names):
     """The tolerances of one goal: `defaults` (Tolerances) with the request's overrides.
-    GoalRefused names an unknown joint (INVALID_JOINTS) or an invalid value (INVALID_GOAL)."""
+    GoalRefused names an unknown joint (INVALID_JOINTS) or an invalid value (INVALID_GOAL).
+    """
     index = {name: i for i, name in enumerate(joint_names)}
     path, goal = defaults.path.copy(), defaults.goal.copy()
     for kind, given, table in (("path_tolerance", request.path_tolerance, path),
@@ -123,7 +126,8 @@ def goal_tolerances(defaults, request, joint_names):
 @jit
 def first_violation(tolerance, e, ed):
     """The first joint whose |e| or |ed| (n,) exceeds its tolerance (n, 3) (0: not checked),
-    as joint * 2 + (POSITION or VELOCITY); -1 if none. One compiled call per control tick."""
+    as joint * 2 + (POSITION or VELOCITY); -1 if none. One compiled call per control tick.
+    """
     for i in range(e.shape[0]):
         if 0.0 < tolerance[i, 0] < abs(e[i]):
             return 2 * i
@@ -143,7 +147,8 @@ def describe_violation(hit, tolerance, e, ed, joint_names, what):
 
 def next_point(request, trajectory, t):
     """Index of the waypoint the trajectory is heading for at time t: 0 before the first,
-    len(points) after the last (the action feedback's `index`, as JTC counts it)."""
+    len(points) after the last (the action feedback's `index`, as JTC counts it).
+    """
     times = [point[0] for point in request.points]
     return int(np.searchsorted(times, t - trajectory.start_time, side="right"))
 

@@ -1,8 +1,9 @@
 """The guard stage, between the law and the rate limit, in every mode: the barriers of
-dyn_control.controller.barriers at the joint limits, the velocity damping and its fault, and the walls of
-the Cartesian modes and teach; the walls also clamp the Cartesian targets. It adds its torque to
-the law's, within the effort limits; the core reacts to a velocity fault (a hold, as on a
-collision)."""
+dyn_control.controller.barriers at the joint limits, the velocity damping and its fault, and the
+walls of the Cartesian modes and teach; the walls also clamp the Cartesian targets. It adds its
+torque to the law's, within the effort limits; the core reacts to a velocity fault (a hold, as on a
+collision).
+"""
 
 import numpy as np
 
@@ -15,7 +16,8 @@ class Guard:
     at the first state; `add(tau, t, q, qd, walls)` adds the barriers to a law's tau. What it
     reports: `torque` (the last barrier torques), `ticks` (ticks with a barrier on), `fault`
     (the velocity fault, one line, until `clear`), `faults`, `clamped` (targets moved inside a
-    wall)."""
+    wall).
+    """
 
     def __init__(self, say):
         self.say = say
@@ -48,7 +50,8 @@ class Guard:
     def start(self, t, q):
         """The first state: a joint already inside its margin is pushed back gently, its
         margin growing from where it is to the whole over barriers.RECOVERY_TIME. -> the
-        nearest pose outside every margin, for the hold to go to, or None: q is."""
+        nearest pose outside every margin, for the hold to go to, or None: q is.
+        """
         if not self.enabled:
             return None
         inside = barriers.room(q, self.lower, self.upper)
@@ -65,7 +68,8 @@ class Guard:
 
     def outside(self, q):
         """The nearest pose to q outside every joint's margin: where a hold goes, so that the
-        law and the barriers do not pull against each other."""
+        law and the barriers do not pull against each other.
+        """
         full = self.settings.position_margin
         if not self.enabled or not np.any(full > 0):
             return q
@@ -85,7 +89,8 @@ class Guard:
     def add(self, tau, t, q, qd, walls):
         """tau (n,) plus the barriers at (q, qd), saturated, in place -> tau. walls: whether the
         Cartesian walls act (the Cartesian modes and teach). A joint over its velocity limit
-        sets `fault` (once, until cleared)."""
+        sets `fault` (once, until cleared).
+        """
         s = self.settings
         if not s.enabled:
             return tau
@@ -117,7 +122,8 @@ class Guard:
 
     def clamp(self, p, frame):
         """A target position p (3,) for ee_link `frame`, moved inside its walls' box (their
-        margin in); said once per target moved."""
+        margin in); said once per target moved.
+        """
         s = self.settings
         if not self.walls:
             return p
@@ -137,7 +143,8 @@ class Guard:
 
     def rooms(self, q):
         """{joint: rad or m} each limited joint's distance to its nearest limit at q (negative:
-        past it)."""
+        past it).
+        """
         inside = barriers.room(q, self.lower, self.upper)
         return {name: round(float(r), 6) for name, r in zip(self.model.joint_names, inside)
                 if np.isfinite(r)}

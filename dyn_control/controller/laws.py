@@ -63,8 +63,8 @@ from dyn_control.dynamics import as_vector, inverse_dynamics
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import newton_euler
 from dyn_control.kernels.compile import jit
-from dyn_control.model.layout import Data
 from dyn_control.model.chain import as_limit
+from dyn_control.model.layout import Data
 
 MODES = ("computed_torque", "feedforward", "gravity_pd")
 TEACH = "teach"  # the controller mode of TeachLaw
@@ -95,7 +95,8 @@ def critical_damping(kp):
 
 def check_gains(mode, kp, kd, period, names):
     """Refuse gains (n,) the sampled loop cannot hold stable at `period` (s) in `mode` (the
-    module docstring's bounds): ValueError naming the joint, the gain and its limit."""
+    module docstring's bounds): ValueError naming the joint, the gain and its limit.
+    """
     coupling = len(names) if mode in (MODES[FEEDFORWARD], MODES[GRAVITY_PD]) else 1
     for name, p, d in zip(names, kp, kd):
         if d * coupling * period >= 2.0:
@@ -116,7 +117,8 @@ def check_mode(mode):
 @jit
 def saturate(tau, limits):
     """Clip tau (n,) to +-limits (n,) in place and return it; an infinite limit does not clip.
-    The one saturation of the package: the law's and the simulated motors'."""
+    The one saturation of the package: the law's and the simulated motors'.
+    """
     for i in range(tau.shape[0]):
         tau[i] = min(max(tau[i], -limits[i]), limits[i])
     return tau
@@ -124,7 +126,8 @@ def saturate(tau, limits):
 
 def all_finite(values):
     """Whether every value of a (n,) float64 array is finite. The builtin sum first: a numpy
-    reduction costs microseconds in a control tick; only an overflowing sum looks closer."""
+    reduction costs microseconds in a control tick; only an overflowing sum looks closer.
+    """
     return math.isfinite(sum(values.tolist())) or first_non_finite(values) is None
 
 
@@ -147,12 +150,14 @@ _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
-def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap, damping, friction,
+def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, wrap, damping,
+         friction,
          deadband, period, limits, q, qd, q_d, qd_d, qdd_d, integral, dt):
     """The laws of the module docstring -> (tau, e, ed), each (n,). Per joint (n,): the gains,
     integral_limit, wrap (True: continuous joint, e wrapped to [-pi, pi)), damping and friction
     to compensate (zeros: none), limits (saturation, may be inf). deadband (rad) and period (s)
-    are scalars. integral (n,) is updated in place by e dt, and cleared where ki is 0."""
+    are scalars. integral (n,) is updated in place by e dt, and cleared where ki is 0.
+    """
     n = q.shape[0]
     e, ed, v = np.empty(n), np.empty(n), np.empty(n)
     for i in range(n):
@@ -233,7 +238,8 @@ class ControlLaw:
     @classmethod
     def gravity(cls, chain, limits):
         """The holding law: tau = g(q), saturated (gravity_pd with zero gains, called with the
-        held position as the desired one)."""
+        held position as the desired one).
+        """
         zero = np.zeros(chain.n)
         return cls(chain, "gravity_pd", zero, zero, limits)
 
@@ -256,7 +262,8 @@ def _teach(mvec, mrot, ints, vecs, rots, mats, damping, friction, band, teach_da
 
 class TeachLaw:
     """The teach law (module docstring): chain, teach_damping (n,) 1/s, limits (n,) saturation,
-    friction_compensation (the URDF's damping and friction, or none). Called with (q, qd)."""
+    friction_compensation (the URDF's damping and friction, or none). Called with (q, qd).
+    """
 
     def __init__(self, chain, teach_damping, limits, friction_compensation=True):
         n = chain.n
@@ -282,7 +289,8 @@ def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
 
 def effort_limits(chain, override=()):
     """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given; 0 means
-    none (model.as_limit)."""
+    none (model.as_limit).
+    """
     limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
     if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
         raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
@@ -301,7 +309,8 @@ EFFORT_RISE = 0.087
 def rate_limits(limits, given, prismatic=None):
     """(n,) N m/s (N/s) per joint, inf: none. given: unset (None or []): the largest finite
     effort limit among the joints of each kind (prismatic: (n,) bool, default none) over
-    EFFORT_RISE; else a scalar or one per joint (gain_vector), 0 meaning none."""
+    EFFORT_RISE; else a scalar or one per joint (gain_vector), 0 meaning none.
+    """
     n = len(limits)
     if given is None or (isinstance(given, (list, tuple)) and len(given) == 0):
         limits = np.asarray(limits, float)
@@ -318,7 +327,8 @@ def rate_limits(limits, given, prismatic=None):
 
 def limit_rate(tau, previous, max_rate, dt):
     """Bound the change from `previous` to tau by max_rate * dt (N m/s, (n,) or a scalar, inf:
-    none, from rate_limits; no time, no change). No previous command leaves tau as it is."""
+    none, from rate_limits; no time, no change). No previous command leaves tau as it is.
+    """
     if previous is None:
         return tau
     if dt <= 0:

@@ -1,5 +1,6 @@
 """The limits stage, after the law (which saturates to the effort limits itself, in its
-compiled code): the rate limit, and never a non-finite command."""
+compiled code): the rate limit, and never a non-finite command.
+"""
 
 import numpy as np
 
@@ -15,7 +16,8 @@ class OutputLimits:
 
     def apply(self, tau, t, max_rate):
         """tau rate-limited to max_rate (N m/s) since the last command, or None when it is not
-        finite (nothing is sent then, and it is said)."""
+        finite (nothing is sent then, and it is said).
+        """
         if self.command is not None and np.isfinite(max_rate).any():  # off: no bound at all
             tau = limit_rate(tau, self.command, max_rate, t - self.time)
         if not all_finite(tau):

@@ -55,7 +55,8 @@ SINGULAR_VALUE = 2e-3
 
 def momentum_terms(chain, q, qd):
     """(p, C^T qd, g), each (n,): the generalized momentum M(q) qd, C(q, qd)^T qd (which does
-    not depend on how C is factored: it is dT/dq, T the kinetic energy) and g(q)."""
+    not depend on how C is factored: it is dT/dq, T the kinetic energy) and g(q).
+    """
     out = np.empty((3, chain.n))
     momentum.momentum_terms(*chain.workspace().args, as_vector(chain, q, "q"),
                             as_vector(chain, qd, "qd"), out[0], out[1], out[2])
@@ -101,7 +102,8 @@ class MomentumObserver:
 
     def step(self, t):
         """Take the time t (s) of a new state -> (dt, e^(-K dt), started): the kernels' step
-        (no step when it does not come after the last state's)."""
+        (no step when it does not come after the last state's).
+        """
         started = self.time is not None
         dt = t - self.time if started else 0.0
         self.time = t
@@ -124,7 +126,8 @@ class MomentumObserver:
 
     def wrench(self, q, frame, out):
         """Fill out (6,) with the wrench of `felt` at `frame` (Chain.frame's (body, R_off,
-        p_off)), as wrench_at, in the observer's own workspace; whether J was singular."""
+        p_off)), as wrench_at, in the observer's own workspace; whether J was singular.
+        """
         return bool(momentum.frame_wrench(*self.data.args, q, *frame, self.felt, SINGULAR_VALUE,
                                           out))
 
@@ -136,7 +139,8 @@ def wrench_at(chain, q, torques, link=None, singular_value=SINGULAR_VALUE):
 
     (J^T)^+ with the singular values of J below `singular_value` dropped: near a singularity F
     stays finite, has no part along the directions the joints cannot feel, and is flagged.
-    With fewer than 6 joints only the part of F that the joints can feel is estimated."""
+    With fewer than 6 joints only the part of F that the joints can feel is estimated.
+    """
     F = np.empty(6)
     singular = momentum.frame_wrench(
         *chain.workspace().args, as_vector(chain, q, "q"),

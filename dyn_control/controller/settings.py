@@ -2,7 +2,8 @@
 arguments of the stage that takes them (JointLaw: control.ControlLaw's; Cartesian:
 cartesian.CartesianLaw's). Per-joint arrays are in chain order. `controller_settings` builds them
 from the node's parameters, after the parameter table's checks; a setting changed at run time is
-a new ControllerSettings (dataclasses.replace), never an edit."""
+a new ControllerSettings (dataclasses.replace), never an edit.
+"""
 
 from dataclasses import dataclass
 
@@ -10,7 +11,13 @@ import numpy as np
 
 from dyn_control.controller import barriers, goals
 from dyn_control.controller.cartesian import per_frame
-from dyn_control.controller.laws import MODES, check_gains, critical_damping, gain_vector, rate_limits
+from dyn_control.controller.laws import (
+    MODES,
+    check_gains,
+    critical_damping,
+    gain_vector,
+    rate_limits,
+)
 from dyn_control.cores import JointSettings
 from dyn_control.model.chain import Chain, to_chain_order
 from dyn_control.parameters import payload_model, unset
@@ -19,7 +26,9 @@ from dyn_control.parameters import payload_model, unset
 @dataclass(frozen=True, eq=False)
 class JointLaw:
     """control.ControlLaw's keyword arguments (its mode: the controller's joint mode, or
-    computed_torque while the controller is in cartesian_impedance)."""
+    computed_torque while the controller is in cartesian_impedance).
+    """
+
     mode: str
     kp: np.ndarray
     kd: np.ndarray
@@ -33,7 +42,9 @@ class JointLaw:
 @dataclass(frozen=True, eq=False)
 class Cartesian:
     """cartesian.CartesianLaw's keyword arguments, but the limits and friction ones, which the
-    joint law shares (ControllerSettings)."""
+    joint law shares (ControllerSettings).
+    """
+
     ee_link: tuple
     stiffness: np.ndarray
     damping: np.ndarray  # None: critical
@@ -46,6 +57,7 @@ class Cartesian:
 @dataclass(frozen=True, eq=False)
 class Goals:
     """How goals are taken (goals.py, JTC's semantics)."""
+
     tolerances: goals.Tolerances
     trajectory_check: str  # "off", "warn" or "reject"
     interpolate_from_desired_state: bool
@@ -57,7 +69,9 @@ class Goals:
 class Contact:
     """The observe stage's (controller.contact): the observer gain K_O (1/s), the contact and
     collision levels per joint (N m or N, 0: not checked) and at each ee_link (N), the reaction
-    to a collision, and comply's damping (1/s, per joint)."""
+    to a collision, and comply's damping (1/s, per joint).
+    """
+
     observer_gain: float
     joint_torque_contact: np.ndarray
     joint_torque_collision: np.ndarray
@@ -69,7 +83,8 @@ class Contact:
 
 def contact_settings(chain, value, per_joint):
     """Contact from the parameters, or None when external_torque.enabled is false. ValueError
-    when a collision level is below its contact level (Franka's lower <= upper)."""
+    when a collision level is below its contact level (Franka's lower <= upper).
+    """
     if not value("external_torque.enabled"):
         return None
     contact, collision = (per_joint("collision.joint_torque_contact"),
@@ -91,10 +106,12 @@ def contact_settings(chain, value, per_joint):
 
 @dataclass(frozen=True, eq=False)
 class Limits:
-    """The guard stage's (controller.guard, dyn_control.controller.barriers): per joint (n,) the margin (rad or
-    m, 0: none), the barrier's stiffness (1/s^2) and damping (1/s); the velocity fraction and
-    damping (1/s); per ee_link (f, 3) the walls' box (m, base frame, +-inf: none) and their
-    margin (m), stiffness (N/m) and damping (N s/m). enabled false: none of it."""
+    """The guard stage's (controller.guard, dyn_control.controller.barriers): per joint (n,) the
+    margin (rad or m, 0: none), the barrier's stiffness (1/s^2) and damping (1/s); the velocity
+    fraction and damping (1/s); per ee_link (f, 3) the walls' box (m, base frame, +-inf: none) and
+    their margin (m), stiffness (N/m) and damping (N s/m). enabled false: none of it.
+    """
+
     enabled: bool
     position_margin: np.ndarray
     position_stiffness: np.ndarray
@@ -110,7 +127,8 @@ class Limits:
 
 def walls(value, frames):
     """(low, high), each (frames, 3) m, from limits.workspace_min/max (3 values, the same box
-    for every ee_link, or 3 per ee_link; unset: no wall). ValueError names a bad value."""
+    for every ee_link, or 3 per ee_link; unset: no wall). ValueError names a bad value.
+    """
     boxes = []
     for name, fill in (("limits.workspace_min", -np.inf), ("limits.workspace_max", np.inf)):
         given = value(name)
@@ -133,7 +151,8 @@ def walls(value, frames):
 
 def limits_settings(chain, value, per_joint, frames):
     """Limits from the parameters; ValueError names a margin over half its joint's range or a
-    box whose min is not below its max."""
+    box whose min is not below its max.
+    """
     given = value("limits.position_margin")
     margin = (barriers.default_margins(chain) if unset(given)
               else per_joint("limits.position_margin"))
@@ -180,7 +199,8 @@ def controller_settings(chain, value, order=None):
     """ControllerSettings from the controller's parameters, read by value(name) (see
     dyn_control.parameters.CONTROLLER, whose checks the node has run); per-joint values come
     in `joints` order (order[i]: the chain index of the i-th) and go out in chain order.
-    ValueError names the parameter and the value."""
+    ValueError names the parameter and the value.
+    """
     joints = JointSettings(chain, value, order)
     per_joint = joints.gains
 

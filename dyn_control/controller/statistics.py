@@ -1,5 +1,6 @@
 """What the controller counts and reports: the law's compute time over the last ticks, ticks,
-saturated ticks, and the whole of what /diagnostics says (report)."""
+saturated ticks, and the whole of what /diagnostics says (report).
+"""
 
 import time
 from collections import deque
@@ -14,7 +15,8 @@ from dyn_control.cores import REPORT_EVERY
 class Statistics:
     """Compute times (s) of the last 5000 ticks, ticks, saturated ticks; `timing()` starts a
     tick's clock and `tick(tau, limits, t, say)` stops it. The observe stage's times, after
-    the command, likewise: `observing()` and `observed()`."""
+    the command, likewise: `observing()` and `observed()`.
+    """
 
     def __init__(self):
         self.compute_s = deque(maxlen=5000)
@@ -28,7 +30,8 @@ class Statistics:
 
     def tick(self, tau, limits, t, say):
         """Count a tick whose torque is tau at state time t; every REPORT_EVERY s of it, say
-        the compute time."""
+        the compute time.
+        """
         self.compute_s.append(time.perf_counter() - self.start)
         self.ticks += 1
         self.saturated += at_limit(tau, limits)
@@ -44,7 +47,8 @@ class Statistics:
 
     def compute_times(self, times=None):
         """(p50, p99, max) us of the compute time, from a state to its command, over the last
-        5000 ticks (times: the observe stage's instead); zeros: none."""
+        5000 ticks (times: the observe stage's instead); zeros: none.
+        """
         times = self.compute_s if times is None else times
         us = np.array(times) * 1e6 if times else np.zeros(1)
         return tuple(round(float(x), 1) for x in np.percentile(us, (50, 99, 100)))

@@ -1,7 +1,8 @@
 """The reference stage of cartesian_impedance: per ee_link the target pose and the filtered target
 the law tracks, the feed-forward wrenches and the posture. It is entered at the first tick in
 the mode (the current pose becomes the target), unless the stiffness is beyond what the
-control period holds at that pose: then the arm holds its joints, and `refused` says why."""
+control period holds at that pose: then the arm holds its joints, and `refused` says why.
+"""
 
 import numpy as np
 
@@ -11,7 +12,8 @@ from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
 
 def too_stiff(cartesian, q, period):
     """Why the Cartesian stiffness is beyond what `period` holds at q, or None. Its stiffest
-    mode at critical damping asks kd = 2 w: the sampled loop's kd T < 2 (control.py) is w T < 1."""
+    mode at critical damping asks kd = 2 w: the sampled loop's kd T < 2 (control.py) is w T < 1.
+    """
     fastest = cartesian.fastest_mode(q)
     if fastest * period <= 1.0:
         return None
@@ -23,7 +25,8 @@ def too_stiff(cartesian, q, period):
 class Task:
     """What cartesian_impedance reads, per ee_link k: the target pose targets[k] (R (3, 3), p
     (3,) m, base frame) and the filtered target the law tracks; the feed-forward wrenches w
-    (6 f,) and the posture q_n (n,); and the last pose error (6 f,)."""
+    (6 f,) and the posture q_n (n,); and the last pose error (6 f,).
+    """
 
     def __init__(self, poses, posture):
         self.targets, self.filtered = list(poses), list(poses)
@@ -39,7 +42,8 @@ class Task:
     def step(self, dt, time_constant):
         """The filtered targets after dt s, (R (f, 3, 3), p (f, 3)): first order toward each
         target with time_constant (s; 0: the target itself), position and rotation (along the
-        geodesic) alike."""
+        geodesic) alike.
+        """
         for k, ((R_f, p_f), (R_t, p_t)) in enumerate(zip(self.filtered, self.targets)):
             if time_constant <= 0:
                 self.filtered[k] = (R_t, p_t)
@@ -52,7 +56,8 @@ class Task:
 
 class CartesianTarget:
     """The running Task (`task`, None until entered) and why the mode was not entered
-    (`refused`, None when it was or was not tried)."""
+    (`refused`, None when it was or was not tried).
+    """
 
     def __init__(self, say):
         self.say = say
@@ -60,14 +65,16 @@ class CartesianTarget:
 
     def configure(self, settings, cartesian):
         """New settings (settings.ControllerSettings) and the law they built: the next tick
-        tries the mode again."""
+        tries the mode again.
+        """
         self.settings, self.cartesian, self.refused = settings, cartesian, None
 
     def enter(self, q):
         """Take the current pose as the target and the posture (or nullspace_posture) as q_n.
         Not when the stiffness is beyond what the control period holds at this pose (settings
         given before any state, so not refused then): the arm holds its joints where they are
-        instead, `refused` says why, until new settings come. Returns whether it entered."""
+        instead, `refused` says why, until new settings come. Returns whether it entered.
+        """
         s = self.settings
         problem = too_stiff(self.cartesian, q, s.joint.period)
         if problem:
@@ -114,7 +121,8 @@ class CartesianTarget:
 
     def reference(self, q, dt):
         """(R_d (f, 3, 3), p_d (f, 3)) the law tracks after dt s, entering the mode if it must;
-        None when it cannot be entered (the joints hold)."""
+        None when it cannot be entered (the joints hold).
+        """
         if self.task is None and not self.enter(q):
             return None
         return self.task.step(dt, self.settings.target_filter)

@@ -41,7 +41,8 @@ class Recording:
 
     def save(self, folder, now=None):
         """Write a new rosbag2 folder under `folder` (teach_<UTC time>) -> its path.
-        ValueError when nothing was recorded."""
+        ValueError when nothing was recorded.
+        """
         if not self.rows:
             raise ValueError("nothing recorded: no joint state came while recording")
         now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -69,7 +70,8 @@ def smooth(t, q, window=SMOOTH):
 def waypoints(t, q, step=STEP, window=SMOOTH):
     """(times (k,) s from the motion's start, positions, velocities, accelerations (k, n)):
     the motion smoothed and thinned (module docstring). ValueError when it is too short or not
-    in time order."""
+    in time order.
+    """
     t = np.asarray(t, float)
     if len(t) < 2 or not np.all(np.diff(t) > 0):
         raise ValueError(f"a recording needs at least two joint states in time order, got "
@@ -87,7 +89,8 @@ def waypoints(t, q, step=STEP, window=SMOOTH):
 def replay_points(t, q, start, step=STEP, window=SMOOTH):
     """A FollowJointTrajectory goal's points (time from start s, positions, velocities,
     accelerations) playing the motion (t (m,), q (m, n)) back from the arm's position `start`
-    (n,): led in, then the motion's waypoints, shifted by the lead-in."""
+    (n,): led in, then the motion's waypoints, shifted by the lead-in.
+    """
     times, positions, velocities, accelerations = waypoints(t, q, step, window)
     far = float(np.max(np.abs(positions[0] - np.asarray(start, float))))
     lead = max(LEAD_IN, far / LEAD_IN_SPEED)

@@ -1,9 +1,10 @@
 """The reference stage of the joint modes: goals come through one door, `offer`, from the topic
-and the action alike, with JTC's semantics (dyn_control.controller.goals): the answer is synchronous (the
-Goal is refused with a code and a reason, or active, or pending until the first state), a newer
+and the action alike, with JTC's semantics (dyn_control.controller.goals): the answer is synchronous
+(the Goal is refused with a code and a reason, or active, or pending until the first state), a newer
 goal preempts the running one, and every goal ends once with an outcome. A path or goal-time
 violation, a cancel and a state timeout hold the arm where it is (the measured position); a
-goal that succeeds holds its last point. `reference(t, q)` is what the law tracks at t."""
+goal that succeeds holds its last point. `reference(t, q)` is what the law tracks at t.
+"""
 
 import numpy as np
 
@@ -42,7 +43,8 @@ class Goal:
 class GoalTracker:
     """The active goal, a pending one, the trajectory the law tracks, and the span of the newest
     trajectory started (`started`, state time s). configure() gives it the model, the effort
-    limits, the goal settings (settings.Goals) and the controller's mode (goals run in MODES)."""
+    limits, the goal settings (settings.Goals) and the controller's mode (goals run in MODES).
+    """
 
     def __init__(self, say):
         self.say = say
@@ -59,7 +61,8 @@ class GoalTracker:
         Checked at once against the model, the tolerances and the limits (trajectory_check);
         on refusal the running goal goes on. An accepted goal preempts the running one, which
         ends aborted with INVALID_GOAL, as JTC ends a preempted goal. Before the first joint
-        state a goal is kept (a newer one replaces it) and checked when that state comes."""
+        state a goal is kept (a newer one replaces it) and checked when that state comes.
+        """
         goal = Goal(request)
         if refusal:
             goal.end("aborted", goals.INVALID_GOAL, refusal)
@@ -122,7 +125,8 @@ class GoalTracker:
 
     def cancel(self, goal, state):
         """End `goal` (pending or active) as canceled; an active one leaves the arm holding
-        where it is. Returns whether there was anything to cancel."""
+        where it is. Returns whether there was anything to cancel.
+        """
         if goal is self.pending:
             self.pending = None
         elif goal is self.goal:
@@ -134,7 +138,8 @@ class GoalTracker:
 
     def finish(self, goal, outcome, code, reason, quiet=False):
         """End a goal; say so, unless `quiet` and it is a streamed set-point (one point at
-        time 0 on the topic, as teleoperation sends them: saying each would fill the log)."""
+        time 0 on the topic, as teleoperation sends them: saying each would fill the log).
+        """
         goal.end(outcome, code, reason)
         if goal is self.goal:
             self.goal = None
@@ -146,7 +151,8 @@ class GoalTracker:
 
     def abort(self, reason):
         """End the active goal aborted (INVALID_GOAL), as JTC ends a goal when it is
-        deactivated; the arm holds what the core decides."""
+        deactivated; the arm holds what the core decides.
+        """
         if self.goal is not None:
             self.finish(self.goal, "aborted", goals.INVALID_GOAL, reason)
 
@@ -163,7 +169,8 @@ class GoalTracker:
 
     def monitor(self, state, e, ed):
         """The active goal's tolerances at the state's time; True when it aborted (the arm
-        holds where it is)."""
+        holds where it is).
+        """
         goal, t = self.goal, state[0]
         if goal is None:
             return False
@@ -205,7 +212,8 @@ class GoalTracker:
     def feedback(self, goal, last, state):
         """What the action's feedback reports on the active `goal`, from the last Command
         sent and the last state: (t, desired (q, qd, qdd), actual (q, qd), errors (e, ed),
-        index of the waypoint it heads for), or None before a tick of it."""
+        index of the waypoint it heads for), or None before a tick of it.
+        """
         if goal is not self.goal or last is None or last.desired is None:
             return None
         _, q, qd = state

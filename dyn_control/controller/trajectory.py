@@ -81,7 +81,8 @@ class Trajectory:
             segments_to = [(positions[i + 1], vel[i + 1], acc[i + 1]) for i in range(k - 1)]
         else:
             self.knots = np.concatenate([[0.0], times])
-            segments_from = [(p0, v0, acc0)] + [(positions[i], vel[i], acc[i]) for i in range(k - 1)]
+            segments_from = [(p0, v0, acc0)] + [(positions[i], vel[i],
+                                                 acc[i]) for i in range(k - 1)]
             segments_to = [(positions[i], vel[i], acc[i]) for i in range(k)]
         self.coeffs = np.array([
             _segment(*a, *b, T, self.kind)
@@ -101,7 +102,8 @@ class Trajectory:
         """Desired (q, qd, qdd), each (n,), at time t (s).
 
         While it holds, these are the trajectory's own arrays (no copy in the control tick):
-        a caller that changes them copies first."""
+        a caller that changes them copies first.
+        """
         s = t - self.start_time
         if s < 0.0:
             return self.waiting, self.zero, self.zero
@@ -113,7 +115,8 @@ class Trajectory:
     def sample_many(self, t):
         """Desired (q, qd, qdd), each (N, n), at the times t (N,) s, without a Python loop."""
         s = np.asarray(t, dtype=float) - self.start_time
-        i = np.clip(np.searchsorted(self.knots, s, side="right") - 1, 0, max(len(self.coeffs) - 1, 0))
+        i = np.clip(np.searchsorted(self.knots, s, side="right") - 1, 0, max(len(self.coeffs) - 1,
+                                                                             0))
         out = [np.empty((s.size, self.final.size)) for _ in range(3)]
         moving = (s >= 0.0) & (s < self.knots[-1])
         if len(self.coeffs):
@@ -129,7 +132,8 @@ class Trajectory:
 
     def check_times(self, step=0.01):
         """Times (s) at which to check the trajectory: every `step` from start to end, every
-        waypoint, and the end."""
+        waypoint, and the end.
+        """
         grid = self.start_time + np.arange(0.0, self.knots[-1], step)
         return np.unique(np.concatenate([grid, self.start_time + self.knots, [self.end_time]]))
 
@@ -152,8 +156,9 @@ def sine_waypoints(q0, lower, upper, duration=10.0, amplitude=0.3, frequency=0.2
     w a quintic smoothstep up over the first `ramp` s and down over the last, so the motion starts
     and ends at rest. A_j <= amplitude keeps every joint inside 90 % of the room between q0 and
     its limits, and within 90 % of its `velocity` limit (n,) rad/s or m/s when given (0 or
-    less: none), so that the controller's trajectory check passes it. Returns (times, q, qd, qdd) sampled at `rate` Hz, times (k,) in (0, duration],
-    arrays (k, n): the waypoints of a quintic trajectory.
+    less: none), so that the controller's trajectory check passes it. Returns (times, q, qd, qdd)
+    sampled at `rate` Hz, times (k,) in (0, duration], arrays (k, n): the waypoints of a quintic
+    trajectory.
     """
     q0 = np.asarray(q0, dtype=float)
     n = q0.size
@@ -184,7 +189,8 @@ def demo_waypoints(chain, q0, duration=10.0, amplitude=0.3, frequency=0.2, rate=
     margins of its barriers and under the fraction of each velocity limit where its velocity
     damping begins (barriers.py; a demo that went there would show the guard, not the
     tracking). A joint whose Coulomb friction is not below its effort limit cannot be driven
-    at all (Talos's gripper: 1 N m of each), so it stays at q0."""
+    at all (Talos's gripper: 1 N m of each), so it stays at q0.
+    """
     amplitude = np.where(chain.friction >= as_limit(chain.effort_limits), 0.0, amplitude)
     margin = default_margins(chain)
     return sine_waypoints(q0, chain.lower + margin, chain.upper - margin, duration, amplitude,

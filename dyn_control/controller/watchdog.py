@@ -2,14 +2,16 @@
 with no good one for state_timeout the loop is stale: feedback stops, the core holds gravity
 compensation or stops commanding (on_state_timeout). Before the first state, it says once
 what it waits for, WAIT_SAY s after its first check: a controller started by hand with no
-joint states otherwise waited in silence."""
+joint states otherwise waited in silence.
+"""
 
 WAIT_SAY = 2.0  # s of the watchdog's clock
 
 
 class Watchdog:
     """When the last good state came (`last_seen`, the watchdog's clock), whether the loop is
-    stale, how many times it went stale, and the silence at the last time (s)."""
+    stale, how many times it went stale, and the silence at the last time (s).
+    """
 
     def __init__(self, say):
         self.say = say
@@ -29,7 +31,8 @@ class Watchdog:
 
     def seen(self, now):
         """A good state at `now`; True when it ends a stale spell (the core then holds where
-        the arm is)."""
+        the arm is).
+        """
         self.last_seen = now
         if not self.stale:
             return False
@@ -41,7 +44,8 @@ class Watchdog:
     def check(self, now, hold):
         """At a watchdog tick: None while states come in time; else the silence (s). The first
         tick of a spell marks it stale, counts it and says what the arm does (`hold`: gravity
-        compensation at the last good position, or no command); `began` tells that tick."""
+        compensation at the last good position, or no command); `began` tells that tick.
+        """
         self.began = False
         if self.last_seen is None:
             if self.waiting_since is None:

@@ -1,4 +1,4 @@
-"""Excitation trajectories for identification (issue 31): a finite Fourier series per joint
+"""Excitation trajectories for identification: a finite Fourier series per joint
 (Swevers et al. 1997), whole periods, from rest to rest, inside the joint limits.
 
     q_j(t) = q0_j + sum_l  a_jl / (w l) sin(w l t) - b_jl / (w l) cos(w l t),   w = 2 pi / T
@@ -39,7 +39,8 @@ class FourierSeries:
 
 def series(period, free_a, free_b, start):
     """The FourierSeries at rest at t = 0 whose first L - 1 harmonics per joint are free_a,
-    free_b (n, L - 1); the last harmonic's are those that make qd(0) = qdd(0) = 0."""
+    free_b (n, L - 1); the last harmonic's are those that make qd(0) = qdd(0) = 0.
+    """
     free_a, free_b = np.atleast_2d(free_a), np.atleast_2d(free_b)
     L = free_a.shape[1] + 1
     a = np.column_stack([free_a, -free_a.sum(axis=1)])
@@ -55,7 +56,8 @@ def scale_into_limits(trajectory, chain, margin=0.9, samples=2000):
     default margins in from each end, reached neither by q nor by where q heads (q + HEADWAY
     qd, what the barriers look at), and its default velocity fraction of each limit. An
     excitation the guard bent would not be the motion optimized for, and a held-out run it
-    bent would compare the guard, the same for every model, not the models."""
+    bent would compare the guard, the same for every model, not the models.
+    """
     t = np.linspace(0.0, trajectory.period, samples)
     q, qd, qdd = trajectory(t)
     keep = barriers.default_margins(chain)
@@ -79,7 +81,8 @@ def scale_into_limits(trajectory, chain, margin=0.9, samples=2000):
 def within_efforts(trajectory, chain, margin=0.9, samples=200):
     """The trajectory scaled down (by 0.9 at a time) until the model's torques over a period
     stay within margin of the effort limits; ValueError naming the joint when even holding
-    the start pose needs more."""
+    the start pose needs more.
+    """
     from dyn_control.dynamics import inverse_dynamics  # (the model's, with its gravity)
     limits = np.where(np.isfinite(chain.effort_limits) & (chain.effort_limits > 0),
                       chain.effort_limits, np.inf)
@@ -99,7 +102,8 @@ def within_efforts(trajectory, chain, margin=0.9, samples=200):
 
 def condition(trajectory, chain, base, samples=100):
     """The condition number of the base regressor stacked over a period, its columns scaled
-    to unit norm."""
+    to unit norm.
+    """
     from dyn_control.identification.fit import regressor
     t = np.linspace(0.0, trajectory.period, samples, endpoint=False)
     W = base.columns(np.vstack([regressor(chain, q, qd, qdd)
@@ -111,7 +115,8 @@ def condition(trajectory, chain, base, samples=100):
 def optimize(chain, base, start, period=10.0, harmonics=5, candidates=24, rounds=40, seed=0):
     """(trajectory, condition): a rest-to-rest Fourier series inside the limits (position,
     velocity, acceleration, effort) whose base regressor is best conditioned among random
-    candidates, then improved by random steps that shrink when they stop helping."""
+    candidates, then improved by random steps that shrink when they stop helping.
+    """
     rng = np.random.default_rng(seed)
     n = chain.n
 

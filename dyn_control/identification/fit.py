@@ -1,4 +1,4 @@
-"""Identification of an arm's inertial and friction parameters (issue 31), pure numpy over the
+"""Identification of an arm's inertial and friction parameters, pure numpy over the
 compiled kernels. What is here so far: the joint torque regressor, the parameter vector and
 the base parameters.
 
@@ -24,7 +24,8 @@ NAMES = ("m", "mx", "my", "mz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
 
 def regressor(chain, q, qd, qdd, friction=True):
     """Y (n, 10 n [+ 3 n]) with tau = Y pi at (q, qd, qdd): the inverse dynamics' torques with
-    the model's gravity, plus, with friction, viscous, Coulomb and offset columns."""
+    the model's gravity, plus, with friction, viscous, Coulomb and offset columns.
+    """
     n = chain.n
     q, qd, qdd = (as_vector(chain, x, name) for x, name in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
     Y = np.zeros((n, (INERTIAL + (len(FRICTION) if friction else 0)) * n))
@@ -39,8 +40,9 @@ def regressor(chain, q, qd, qdd, friction=True):
 
 def parameters(chain, friction=True):
     """pi (10 n [+ 3 n]) of a chain: each body's inertial parameters, then the joints' damping
-    as viscous, friction as Coulomb, and a zero offset."""
-    I = chain.inertia_origin
+    as viscous, friction as Coulomb, and a zero offset.
+    """
+    I = chain.inertia_origin  # noqa: E741 (the inertia, as the formulas name it)
     inertial = np.column_stack([chain.mass, chain.h, I[:, 0, 0], I[:, 0, 1], I[:, 1, 1],
                                 I[:, 0, 2], I[:, 1, 2], I[:, 2, 2]]).ravel()
     if not friction:
@@ -60,7 +62,8 @@ def pivoted_qr(W):
     """(R (k, c), order (c,)) of W (m, c), k its rank, by Gram-Schmidt with column pivoting
     (each step takes the remaining column of largest norm, as LAPACK's geqp3), orthogonalized
     twice: W[:, order] = Q R. The rank counts the steps whose column norm is above
-    max(m, c) eps times the first, as numpy's matrix_rank counts singular values."""
+    max(m, c) eps times the first, as numpy's matrix_rank counts singular values.
+    """
     A = np.array(W, dtype=float)
     m, c = A.shape
     order, R, Q = np.arange(c), np.zeros((min(m, c), c)), np.zeros((m, min(m, c)))
@@ -86,7 +89,8 @@ class BaseParameters:
     combination of them, W_d = W_i K with K = R_ii^-1 R_id. So W pi = W_i beta, with
         beta = pi[independent] + K pi[dependent]     (`of(pi)`)
     `regrouping` says each beta as text, for instance "joint2.izz + 1 joint3.m + ...", with the
-    entries of K below 1e-10 of its largest dropped."""
+    entries of K below 1e-10 of its largest dropped.
+    """
 
     def __init__(self, chain, friction=True, samples=100, seed=0):
         rng = np.random.default_rng(seed)
@@ -112,7 +116,7 @@ class BaseParameters:
         return pi[self.independent] + self.K @ pi[self.dependent]
 
     def columns(self, Y):
-        """The regressor's columns of the base parameters: Y pi = columns(Y) @ of(pi)."""
+        """Y[..., independent], the regressor's columns of the base parameters."""
         return Y[..., self.independent]
 
 
@@ -132,7 +136,8 @@ def fit(W, tau, n, weighted=True):
     torques tau (m n,). Least squares; weighted, it is solved again with each joint's rows
     divided by the standard deviation of that joint's residual in the first solve (joints
     differ in noise and in scale). The covariance is (W_w^T W_w)^-1 of those weighted rows,
-    whose noise then has unit variance (for the plain fit too: an approximation there)."""
+    whose noise then has unit variance (for the plain fit too: an approximation there).
+    """
     beta, sigma = joint_noise(W, tau, n)
     rows = W / sigma[:, None]
     if weighted:
@@ -142,7 +147,8 @@ def fit(W, tau, n, weighted=True):
 
 def joint_noise(W, tau, n):
     """(beta, sigma): the plain least-squares fit, and per row the standard deviation of its
-    joint's residual there (m n,), floored at machine precision for a noise-free fit."""
+    joint's residual there (m n,), floored at machine precision for a noise-free fit.
+    """
     beta = np.linalg.lstsq(W, tau, rcond=None)[0]
     residual = (tau - W @ beta).reshape(-1, n)
     dof = max(residual.shape[0] - np.linalg.matrix_rank(W) / n, 1.0)  # each joint's share
@@ -157,9 +163,10 @@ def huber_weights(rows, target, n, threshold=1.345, rounds=5):
     standard deviations of its joint's (1.4826 x the median |residual|) counts as if it were
     that far, so a few rows the model cannot explain do not pull the fit. Those are the rows
     just after a joint breaks away from sticking: the filtered qdd and the sign of qd both miss
-    friction's jump there, by up to 1 N m for 40 ms on issue 31's truth, and one such row
-    moved the closed-loop error by 40 %. 1.345 keeps 95 % of least squares' efficiency on
-    Gaussian noise."""
+    friction's jump there, by up to 1 N m for 40 ms on the perturbed truth of the identification
+    tests, and one such row moved the closed-loop error by 40 %. 1.345 keeps 95 % of least squares'
+    efficiency on Gaussian noise.
+    """
     weights = np.ones(len(target))
     for _ in range(rounds):
         beta = np.linalg.lstsq(rows * weights[:, None], target * weights, rcond=None)[0]
@@ -171,11 +178,12 @@ def huber_weights(rows, target, n, threshold=1.345, rounds=5):
 
 
 def perturbed(chain, seed, tool_mass=1.0, tool_offset=0.08):
-    """A physically consistent "real arm" made from a model, as issue 31's tests make it:
+    """A physically consistent "real arm" made from a model, as the identification tests make it:
     each body's mass x U(0.7, 1.3), its centre of mass moved by up to 2 cm, its rotational
     inertia about it x U(0.6, 1.6) (a positive scale keeps the triangle inequalities); a tool
     of tool_mass kg tool_offset m along the tip link's z; viscous 0.5 to 3 N m s/rad and Coulomb
-    1 to 5 N m on the proximal half of the joints."""
+    1 to 5 N m on the proximal half of the joints.
+    """
     from dataclasses import replace
     rng = np.random.default_rng(seed)
     n = chain.n
@@ -198,7 +206,8 @@ def perturbed(chain, seed, tool_mass=1.0, tool_offset=0.08):
 def _pseudo_inertia_svec(n_params):
     """(10, 10): column k is svec(E_k) of the 4 x 4 pseudo-inertia [[tr(I)/2 1 - I, h],
     [h^T, m]] of a body's parameters (m, h, xx, xy, yy, xz, yz, zz), in Clarabel's svec order
-    (the upper triangle column by column, off-diagonal entries times sqrt 2)."""
+    (the upper triangle column by column, off-diagonal entries times sqrt 2).
+    """
     E = np.zeros((10, 4, 4))
     E[0, 3, 3] = 1.0  # m
     for c in range(3):  # h
@@ -214,7 +223,8 @@ def _pseudo_inertia_svec(n_params):
 
 def row_sigma(W, tau, n):
     """Each row's standard deviation as consistent_fit weighs it (m n,): its joint's residual
-    (joint_noise), divided by the row's huber_weights."""
+    (joint_noise), divided by the row's huber_weights.
+    """
     _, sigma = joint_noise(W, tau, n)
     return sigma / huber_weights(W / sigma[:, None], tau / sigma, n)
 
@@ -230,7 +240,8 @@ def consistent_fit(W, tau, n, nominal, regularization=1e-8, sigma=None):
     physical solution nearest the model in the directions the data cannot see.
 
     Solved as a semidefinite program by Clarabel (an interior-point conic solver: pinned, no
-    other dependency than scipy's sparse matrices); ValueError when it does not converge."""
+    other dependency than scipy's sparse matrices); ValueError when it does not converge.
+    """
     import clarabel
     from scipy import sparse
 
@@ -263,7 +274,8 @@ def consistent_fit(W, tau, n, nominal, regularization=1e-8, sigma=None):
 
 def body_inertials(pi, n):
     """Each body's (mass kg, centre of mass (3,) m, inertia about it (3, 3)) in its frame, of
-    the inertial part of pi; a body of no mass keeps its inertia about the origin."""
+    the inertial part of pi; a body of no mass keeps its inertia about the origin.
+    """
     from dyn_control.model.inertia import inertia_matrix, parallel_axis
     out = []
     for i in range(n):
@@ -283,7 +295,8 @@ def identified_urdf(source, chain, pi):
     inertial on the first link of the body (the joint's child link, whose frame is the body's)
     and none on the links lumped into it (fixed children, locked fingers: their share is in the
     fit); each joint's <dynamics damping> the viscous term and `friction` the Coulomb term. The
-    offsets have no place in a URDF and are left out. Everything else is kept as it was."""
+    offsets have no place in a URDF and are left out. Everything else is kept as it was.
+    """
     from xml.etree import ElementTree
 
     from dyn_control.model.urdf import read_urdf_text, robot_element, top_level

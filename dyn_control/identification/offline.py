@@ -1,4 +1,4 @@
-"""Identify an arm from recorded runs and write what a user keeps (issue 31): the identified
+"""Identify an arm from recorded runs and write what a user keeps: the identified
 URDF, a report (JSON, a markdown table, a PNG of measured against predicted torque on a
 validation run). Pure numpy over identification, signals and recording; no rclpy.
 
@@ -13,8 +13,15 @@ import sys
 
 import numpy as np
 
-from dyn_control.identification.fit import (BaseParameters, consistent_fit, fit, identified_urdf, parameters,
-                             regressor, row_sigma)
+from dyn_control.identification.fit import (
+    BaseParameters,
+    consistent_fit,
+    fit,
+    identified_urdf,
+    parameters,
+    regressor,
+    row_sigma,
+)
 from dyn_control.identification.signals import check_recording, position_cutoff, prepare
 
 
@@ -26,7 +33,8 @@ def samples(chain, recording, effort_delay=0.0, cutoff=None):
     """(stacked regressor rows W, the efforts) of a recording (t, q, qd, effort), checked and
     prepared (signals; effort_delay, s: how long before its stamp the effort acted; cutoff,
     Hz: the q filter's, None for signals.position_cutoff's); RecordingError when it is
-    refused."""
+    refused.
+    """
     t, q, qd, effort = recording
     problem = check_recording(t, q, qd, effort, chain.effort_limits, chain.joint_names)
     if problem:
@@ -41,7 +49,8 @@ def samples(chain, recording, effort_delay=0.0, cutoff=None):
 def identify(chain, source, excitation, validation=None, effort_delay=0.0):
     """-> (identified URDF text, report dict) from the excitation recording (t, q, qd,
     effort), the chain loaded from `source`; the validation recording, if any, is predicted
-    by the identified and by the nominal model. effort_delay: signals.prepare's."""
+    by the identified and by the nominal model. effort_delay: signals.prepare's.
+    """
     W, tau = samples(chain, excitation, effort_delay)
     # the validation run is filtered as the excitation was, at the cutoff its noise allowed
     cutoff = position_cutoff(*excitation[:2])
@@ -81,7 +90,8 @@ def identify(chain, source, excitation, validation=None, effort_delay=0.0):
 
 def write_outputs(out_dir, name, urdf_text, report):
     """out_dir/identified_<name>.urdf, identify_<name>.json, .md and, with a validation run,
-    .png; returns their paths."""
+    .png; returns their paths.
+    """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"urdf": out / f"identified_{name}.urdf", "json": out / f"identify_{name}.json",

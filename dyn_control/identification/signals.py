@@ -1,4 +1,4 @@
-"""From a recorded run to what identification fits (issue 31): checks of the recording,
+"""From a recorded run to what identification fits: checks of the recording,
 zero-phase filtering, differentiation, and the samples to keep. numpy and scipy.signal (the
 identification extra).
 
@@ -9,9 +9,10 @@ The scheme follows the sampling (fs = 1 / the median step):
   recording's position noise: the highest of 20, 15, 10, 7 and 5 Hz at which the noise,
   differentiated twice, stays under 2 % of the motion's RMS qdd. A higher cutoff smears
   friction's jumps at reversals less; a lower one lets less noise into qdd, where it biases the
-  inertias low (errors in the regressor: by the square of that share). On issue 31's truth, a
-  noise-free recording gets 20 Hz (10 Hz put the closed loop at 1.25x to 1.57x the truth's
-  error, 20 Hz at 1.08x to 1.30x), and sigma_q = 1e-4 rad gets 10 Hz (20 Hz: 11x to 27x);
+  inertias low (errors in the regressor: by the square of that share). On the perturbed truth of the
+  identification tests, a noise-free recording gets 20 Hz (10 Hz put the closed loop at 1.25x to
+  1.57x the truth's error, 20 Hz at 1.08x to 1.30x), and sigma_q = 1e-4 rad gets 10 Hz (20 Hz: 11x
+  to 27x);
 - qd and qdd by second-order central differences of the filtered q at the sampling step
   (the velocity a drive measures is noisier than that; it is checked, not used);
 - the effort goes through the same kind of filter at 0.4 x `keep_rate` Hz only: its noise is
@@ -38,7 +39,8 @@ import numpy as np
 def check_recording(t, q, qd, effort, effort_limits, names, min_seconds=2.0, min_range=0.01):
     """None for a recording identification can use, else one line saying what is wrong and
     the value: non-finite samples, too short, a joint that never moves, or saturated efforts
-    (more than 1 % of the samples at 99 % of a limit)."""
+    (more than 1 % of the samples at 99 % of a limit).
+    """
     t = np.asarray(t, dtype=float)
     for name, x in (("t", t), ("position", q), ("velocity", qd), ("effort", effort)):
         bad = ~np.isfinite(np.asarray(x, dtype=float))
@@ -69,7 +71,8 @@ CUTOFFS = (20.0, 15.0, 10.0, 7.0, 5.0)  # Hz, position_cutoff's choices, highest
 def position_noise(q):
     """Each joint's position noise (n,), a standard deviation, from the third differences of
     q (m, n): white noise's have 20 sigma^2 of variance, a smooth motion's next to nothing
-    (1e-9 rad at 1 kHz here), and their median leaves out stick-slip's few jumps."""
+    (1e-9 rad at 1 kHz here), and their median leaves out stick-slip's few jumps.
+    """
     return 1.4826 * np.median(np.abs(np.diff(q, 3, axis=0)), axis=0) / np.sqrt(20.0)
 
 
@@ -77,7 +80,8 @@ def position_cutoff(t, q, order=2, share=0.02):
     """The q filter's cutoff (Hz) for a recording (module docstring): the highest of CUTOFFS
     below fs / 4 at which position_noise(q), through filtfilt and two central differences,
     is at most `share` of the RMS qdd of the motion (q filtered at the lowest cutoff); the
-    lowest when none is."""
+    lowest when none is.
+    """
     from scipy.signal import butter, filtfilt, freqz
     t, q = np.asarray(t, dtype=float), np.asarray(q, dtype=float)
     dt = float(np.median(np.diff(t)))
@@ -100,7 +104,8 @@ def position_cutoff(t, q, order=2, share=0.02):
 
 def prepare(t, q, effort, cutoff=None, order=2, keep_rate=100.0, stick=0.02, effort_delay=0.0):
     """(q, qd, qdd, effort) of the samples to fit, each (k, n), from a recording's times (m,)
-    and its positions and efforts (m, n) (module docstring); cutoff None: position_cutoff's."""
+    and its positions and efforts (m, n) (module docstring); cutoff None: position_cutoff's.
+    """
     from scipy.signal import butter, filtfilt
     t, q, effort = (np.asarray(x, dtype=float) for x in (t, q, effort))
     if cutoff is None:

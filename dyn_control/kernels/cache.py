@@ -39,7 +39,8 @@ def _writable(folder):
 
 def configure():
     """Point numba's cache at this source's folder, and remove the folders of other sources
-    next to it. Returns the folder (None without numba)."""
+    next to it. Returns the folder (None without numba).
+    """
     try:
         from numba import config
     except ImportError:

@@ -1,5 +1,6 @@
 """How every kernel is compiled: numba's njit when numba is installed, plain Python otherwise
-(each function then has .py_func, itself, as numba's do)."""
+(each function then has .py_func, itself, as numba's do).
+"""
 
 try:
     from numba import get_num_threads, njit, prange

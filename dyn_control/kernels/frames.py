@@ -2,14 +2,15 @@
 (parent = i - 1) and a tree are the same code: the bodies' poses, a frame's pose, its Jacobian
 and J-dot qd. (R[i], p[i]) is body i's pose in its parent's frame at q, (Rw[i], pw[i]) in the
 base frame; a frame is fixed to a body at (R_off, p_off) in that body's frame (Chain.frame).
-Spatial vectors are [linear (3); angular (3)], as Pinocchio's."""
+Spatial vectors are [linear (3); angular (3)], as Pinocchio's.
+"""
 
 import math
 
-from dyn_control.model.layout import PRISMATIC
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.so3 import add, cross, mul, row, scale
+from dyn_control.model.layout import PRISMATIC
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = range(3)  # Pinocchio's ReferenceFrame, by its order
 
@@ -33,14 +34,16 @@ def joint_poses(R0, p0, axis, jtype, q, R, p):
                   (t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az))
             for r in range(3):
                 for k in range(3):
-                    R[i, r, k] = R0[i, r, 0] * rq[0][k] + R0[i, r, 1] * rq[1][k] + R0[i, r, 2] * rq[2][k]
+                    R[i, r, k] = (R0[i, r, 0] * rq[0][k] + R0[i, r, 1] * rq[1][k]
+                                  + R0[i, r, 2] * rq[2][k])
                 p[i, r] = p0[i, r]
 
 
 @jit
 def body_poses(R, p, parent, Rw, pw):
     """Bodies' poses in their parents' frames (joint_poses' R, p) -> in the base frame: fills
-    Rw (n, 3, 3), pw (n, 3)."""
+    Rw (n, 3, 3), pw (n, 3).
+    """
     for i in range(p.shape[0]):
         j = parent[i]
         for r in range(3):
@@ -50,15 +53,18 @@ def body_poses(R, p, parent, Rw, pw):
                 pw[i, r] = p[i, r]
             else:
                 for c in range(3):
-                    Rw[i, r, c] = Rw[j, r, 0] * R[i, 0, c] + Rw[j, r, 1] * R[i, 1, c] + Rw[j, r, 2] * R[i, 2, c]
-                pw[i, r] = Rw[j, r, 0] * p[i, 0] + Rw[j, r, 1] * p[i, 1] + Rw[j, r, 2] * p[i, 2] + pw[j, r]
+                    Rw[i, r, c] = (Rw[j, r, 0] * R[i, 0, c] + Rw[j, r, 1] * R[i, 1, c]
+                                   + Rw[j, r, 2] * R[i, 2, c])
+                pw[i, r] = (Rw[j, r, 0] * p[i, 0] + Rw[j, r, 1] * p[i, 1] + Rw[j, r, 2] * p[i, 2]
+                            + pw[j, r])
 
 
 @jit
 def kinematics(m, d, q):
     """The one kinematics pass of a tick: fills the workspace's R, p and Rw, pw at q, which the
     passes of Newton-Euler, the mass matrix and the frames then read (m, d: views.model,
-    views.data)."""
+    views.data).
+    """
     joint_poses(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
     body_poses(d.R, d.p, m.parent, d.Rw, d.pw)
 
@@ -66,12 +72,15 @@ def kinematics(m, d, q):
 @jit
 def frame_placement(d, body, R_off, p_off, Rf, pf):
     """The pose (Rf (3, 3), pf (3,), filled) in the base frame of a frame fixed to `body` at
-    (R_off, p_off) in that body's frame."""
+    (R_off, p_off) in that body's frame.
+    """
     Rw, pw = d.Rw, d.pw
     for r in range(3):
         for c in range(3):
-            Rf[r, c] = Rw[body, r, 0] * R_off[0, c] + Rw[body, r, 1] * R_off[1, c] + Rw[body, r, 2] * R_off[2, c]
-        pf[r] = Rw[body, r, 0] * p_off[0] + Rw[body, r, 1] * p_off[1] + Rw[body, r, 2] * p_off[2] + pw[body, r]
+            Rf[r, c] = (Rw[body, r, 0] * R_off[0, c] + Rw[body, r, 1] * R_off[1, c]
+                        + Rw[body, r, 2] * R_off[2, c])
+        pf[r] = (Rw[body, r, 0] * p_off[0] + Rw[body, r, 1] * p_off[1] + Rw[body, r, 2] * p_off[2]
+                 + pw[body, r])
 
 
 @jit
@@ -80,7 +89,8 @@ def frame_jacobian(m, d, body, Rf, pf, reference, J):
     LOCAL_WORLD_ALIGNED, the velocity of the frame origin pf and the angular velocity, in base
     axes; LOCAL, the same in the frame's own axes (Rf); WORLD, the velocity of the point at the
     base origin moving with the frame, in base axes. A joint that does not move the body (not
-    one of its ancestors) has a zero column."""
+    one of its ancestors) has a zero column.
+    """
     Rw, pw, axis, jtype, parent = d.Rw, d.pw, m.axis, m.jtype, m.parent
     n = J.shape[1]
     for r in range(6):
@@ -115,7 +125,8 @@ def frame_bias_acceleration(m, d, qd, body, pf, out):
     acceleration dw and the acceleration a of its origin:
       revolute i:  w = w_p + z qd, dw = dw_p + w_p x z qd, a = a_p + dw_p x r + w_p x (w_p x r)
       prismatic i: w = w_p, dw = dw_p, a = a_p + dw_p x r + w_p x (w_p x r) + 2 w_p x z qd
-    with z the joint axis and r = pw[i] - pw[parent] in base axes."""
+    with z the joint axis and r = pw[i] - pw[parent] in base axes.
+    """
     Rw, pw, axis, jtype, parent = d.Rw, d.pw, m.axis, m.jtype, m.parent
     w_all, dw_all, a_all = d.w, d.dw, d.dv
     for i in range(body + 1):
@@ -142,10 +153,12 @@ def frame_bias_acceleration(m, d, qd, body, pf, out):
 
 
 @jit
-def frame_pose_and_jacobian(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, reference, Rf,
+def frame_pose_and_jacobian(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, reference,
+                            Rf,
                             pf, J):
     """Fill Rf (3, 3), pf (3,): the pose in the base frame of a frame fixed to `body`, and J
-    (6, n) its Jacobian in `reference`, from one kinematics pass."""
+    (6, n) its Jacobian in `reference`, from one kinematics pass.
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     frame_placement(d, body, R_off, p_off, Rf, pf)
@@ -155,7 +168,8 @@ def frame_pose_and_jacobian(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, 
 @jit
 def frame_acceleration(mvec, mrot, ints, vecs, rots, mats, q, qd, body, R_off, p_off, Rf, pf, out):
     """Fill out (6,) with J-dot qd of a frame, base axes (frame_bias_acceleration), and Rf, pf
-    with its pose."""
+    with its pose.
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     frame_placement(d, body, R_off, p_off, Rf, pf)

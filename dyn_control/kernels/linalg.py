@@ -1,6 +1,7 @@
 """Small dense linear algebra without LAPACK (numba's needs SciPy): Cholesky, a symmetric
 eigen-decomposition by Jacobi rotations, the damped least-squares inverse, and the
-operational-space inertia built from them."""
+operational-space inertia built from them.
+"""
 
 import math
 
@@ -12,7 +13,8 @@ from dyn_control.kernels.compile import jit
 @jit
 def cholesky_into(M, L):
     """Fill L (n, n), lower triangular, with L L^T = M; whether M was positive definite (if
-    not, L is left part-filled)."""
+    not, L is left part-filled).
+    """
     n = M.shape[0]
     for j in range(n):
         for i in range(j):
@@ -34,7 +36,8 @@ def cholesky_into(M, L):
 @jit
 def cholesky_factor(M, L):
     """Fill L (n, n), lower triangular, with L L^T = M for symmetric positive definite M, and
-    return it; raises if M is not SPD."""
+    return it; raises if M is not SPD.
+    """
     if not cholesky_into(M, L):
         raise ValueError("mass matrix is not positive definite")
     return L
@@ -43,7 +46,8 @@ def cholesky_factor(M, L):
 @jit
 def cholesky_apply(L, b, x):
     """Fill x (n,) with the x of L L^T x = b, by the two triangular solves, and return it (x
-    may be b)."""
+    may be b).
+    """
     n = b.shape[0]
     for i in range(n):  # L y = b, y in x
         s = b[i]
@@ -89,7 +93,8 @@ def matmul(A, B):
 @jit
 def symmetric_eigen(A):
     """(s (m,), V (m, m)): the eigenvalues and eigenvectors (columns) of a symmetric A, by
-    cyclic Jacobi rotations."""
+    cyclic Jacobi rotations.
+    """
     m = A.shape[0]
     a, V = A.copy(), np.eye(m)
     largest = 0.0
@@ -142,7 +147,8 @@ def compose_eigen(V, gain, out):
 def damped_gains(s, damping):
     """The eigenvalues of the damped least-squares inverse: s / (s^2 + damping^2), so 1 / s far
     from zero (s >> damping) and falling to 0 towards it instead of growing without bound;
-    with damping 0 the pseudo-inverse's (below 1e-12 of the largest: 0)."""
+    with damping 0 the pseudo-inverse's (below 1e-12 of the largest: 0).
+    """
     largest = 0.0
     for i in range(s.shape[0]):
         largest = max(largest, s[i])
@@ -158,7 +164,8 @@ def damped_gains(s, damping):
 @jit
 def damped_inverse(A, damping, out):
     """Fill out (m, m) with the damped least-squares inverse of a symmetric positive
-    semi-definite A (damped_gains on its eigenvalues)."""
+    semi-definite A (damped_gains on its eigenvalues).
+    """
     s, V = symmetric_eigen(A)
     return compose_eigen(V, damped_gains(s, damping), out)
 
@@ -168,7 +175,8 @@ def operational_space(L, J, damping):
     """(M^-1 J^T (n, m), Lambda (m, m), its eigenvalues (m,) and eigenvectors V (m, m)) of a
     task Jacobian J (m, n), given L the Cholesky factor of M (cholesky_factor): Lambda =
     (J M^-1 J^T)^-1, the task-space inertia, by the damped inverse (bounded at singular
-    poses)."""
+    poses).
+    """
     m, n = J.shape
     MinvJt = np.empty((n, m))
     column = np.empty(n)

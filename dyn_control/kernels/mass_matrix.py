@@ -2,17 +2,18 @@
 package promises, and what the controller uses), or by the composite-rigid-body pass
 (Featherstone's CRBA: equal to round-off, one pass instead of n; what forward dynamics and the
 simulator use). With it: forward dynamics, each joint's inertia with the others free, and the
-computed-torque law's M v + ID(q, qd, 0)."""
+computed-torque law's M v + ID(q, qd, 0).
+"""
 
 import numpy as np
 
-from dyn_control.model.layout import PRISMATIC
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.frames import joint_poses
 from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor
 from dyn_control.kernels.newton_euler import rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, row, scale
+from dyn_control.model.layout import PRISMATIC
 
 _ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as constants
 
@@ -20,7 +21,8 @@ _ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as 
 @jit
 def columns(m, d, M):
     """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off,
-    at the workspace's joint poses. Leaves d.vectors[1] zero."""
+    at the workspace's joint poses. Leaves d.vectors[1] zero.
+    """
     n = M.shape[0]
     e, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
     for i in range(n):
@@ -38,7 +40,8 @@ def crba(m, d, M):
     """Fill M (n, n) by the composite-rigid-body pass at the workspace's joint poses. Body i's
     composite inertia (mass, first moment, inertia about its origin, in its frame) gathers its
     subtree's; the wrench that its joint's unit motion needs is carried up the ancestors, and
-    S_j^T of it is M[i, j]."""
+    S_j^T of it is M[i, j].
+    """
     axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
     R, p, cI, ch, cm = d.R, d.p, d.cI, d.ch, d.cm
     n = M.shape[0]
@@ -101,7 +104,8 @@ def mass_matrix(mvec, mrot, ints, vecs, rots, mats, q, M):
 @jit
 def mass_matrix_times_plus_bias(mvec, mrot, ints, vecs, rots, mats, q, qd, v, tau):
     """Fill tau (n,) = M(q) v + ID(q, qd, 0): poses once, the n columns of M, the bias by one
-    more pass. The computed-torque law's whole model cost."""
+    more pass. The computed-torque law's whole model cost.
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     n = q.shape[0]
     poses(m, d, q)
@@ -115,7 +119,8 @@ def mass_matrix_times_plus_bias(mvec, mrot, ints, vecs, rots, mats, q, qd, v, ta
 @jit
 def joint_inertias(mvec, mrot, ints, vecs, rots, mats, q, out):
     """Fill out (n,) kg m^2 or kg: each joint's inertia with the other joints free,
-    1 / (M(q)^-1)_jj, the inertia a torque on that joint alone accelerates (M by crba)."""
+    1 / (M(q)^-1)_jj, the inertia a torque on that joint alone accelerates (M by crba).
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     n = q.shape[0]
     poses(m, d, q)

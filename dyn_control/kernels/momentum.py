@@ -1,6 +1,6 @@
-"""The momentum observer's kernels (dyn_control.controller.observer): the generalized momentum p = M(q) qd
-and C(q, qd)^T qd from one pass, with g(q) beside them; the observer's update; and the wrench at
-a frame that explains joint torques.
+"""The momentum observer's kernels (dyn_control.controller.observer): the generalized momentum p =
+M(q) qd and C(q, qd)^T qd from one pass, with g(q) beside them; the observer's update; and the
+wrench at a frame that explains joint torques.
 
 C^T qd does not depend on how C is factored: with T = 1/2 qd^T M qd, the Lagrange equations give
 C qd = M-dot qd - dT/dq, and M-dot = C + C^T for the Christoffel C, so C^T qd = dT/dq. Both come
@@ -16,13 +16,18 @@ import math
 
 import numpy as np
 
-from dyn_control.model.layout import PRISMATIC
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
-from dyn_control.kernels.frames import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_placement, kinematics
+from dyn_control.kernels.frames import (
+    LOCAL_WORLD_ALIGNED,
+    frame_jacobian,
+    frame_placement,
+    kinematics,
+)
 from dyn_control.kernels.linalg import cholesky_into, symmetric_eigen
 from dyn_control.kernels.newton_euler import rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
+from dyn_control.model.layout import PRISMATIC
 
 _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
@@ -32,7 +37,8 @@ def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
     """Fill p = M(q) qd, ctqd = C(q, qd)^T qd and g (n,) (the model's gravity torques) at
     (q, qd). The workspace's w and dw blocks hold each body's spatial velocity (angular; the
     velocity of the body point at the base origin), f and mo its subtree's momentum (linear;
-    angular about the base origin), all in base axes, until g's Newton-Euler pass reuses them."""
+    angular about the base origin), all in base axes, until g's Newton-Euler pass reuses them.
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
@@ -79,13 +85,14 @@ def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
 @jit
 def observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
                     friction_velocity, dt, decay, started, memory, r):
-    """One state of the momentum observer (dyn_control.controller.observer says what and why): r (n,) in
-    place, when `started` (memory holds the previous state's) and dt > 0. memory (2, n): p and
-    the known part of p-dot besides tau and damping (C^T qd - g - friction) of the previous
+    """One state of the momentum observer (dyn_control.controller.observer says what and why): r
+    (n,) in place, when `started` (memory holds the previous state's) and dt > 0. memory (2, n): p
+    and the known part of p-dot besides tau and damping (C^T qd - g - friction) of the previous
     state, then of this one. The damping's impulse over the interval is dt B qd at its end, as
     the simulator's implicit step takes it (dyn_control.sim.simulation): the trapezoid's half of the
     start's read 0.5 B qd-dot T as a push, 0.76 N on Tiago's torso (1000 N s/m) sagging at
-    1.5 m/s^2, 10.9 N at its hand."""
+    1.5 m/s^2, 10.9 N at its hand.
+    """
     d = views.data(vecs, rots, mats)
     p, ctqd, g = d.vectors[1], d.vectors[2], d.vectors[3]
     momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g)
@@ -104,7 +111,8 @@ def frame_wrench(mvec, mrot, ints, vecs, rots, mats, q, body, R_off, p_off, torq
                  singular_value, F):
     """Fill F (6,) [force; moment] at the frame fixed to `body` at (R_off, p_off), base axes,
     with (J^T)^+ torques, J its Jacobian (LOCAL_WORLD_ALIGNED) at q, the singular values of J
-    below `singular_value` dropped; returns whether any was."""
+    below `singular_value` dropped; returns whether any was.
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
     return _wrench(m, d, body, R_off, p_off, torques, singular_value, F)
@@ -116,7 +124,8 @@ def _wrench(m, d, body, R_off, p_off, torques, singular_value, F):
     (J J^T)^+ J, J J^T (6 x 6) having the squares of J's singular values as eigenvalues. Their
     smallest is at least 1 / trace((J J^T)^-1), which its Cholesky factor gives: above
     singular_value^2 nothing is dropped and the Cholesky solve is the answer; else (rarely: near
-    a singularity, or fewer than 6 joints) the eigen-decomposition drops what is below."""
+    a singularity, or fewer than 6 joints) the eigen-decomposition drops what is below.
+    """
     Rf, pf, J = np.empty((3, 3)), np.empty(3), d.J
     frame_placement(d, body, R_off, p_off, Rf, pf)
     frame_jacobian(m, d, body, Rf, pf, LOCAL_WORLD_ALIGNED, J)
@@ -151,7 +160,8 @@ def _wrench(m, d, body, R_off, p_off, torques, singular_value, F):
 def cholesky_solve_above(A, b, smallest, x):
     """If the smallest eigenvalue of the symmetric A (6 x 6) is surely above `smallest` (its
     Cholesky factor L exists and 1 / |L^-1|_F^2 = 1 / trace(A^-1) is above), fill x with
-    A^-1 b and return True; else False, x untouched."""
+    A^-1 b and return True; else False, x untouched.
+    """
     L, Li = np.empty((6, 6)), np.empty((6, 6))
     if not cholesky_into(A, L):
         return False
@@ -185,7 +195,8 @@ def beyond_friction(qd, friction, friction_velocity, decay, band, r, felt):
     cannot be told from it. r is a first-order filter, so that bound goes through the same
     filter: band (2, n) holds the filtered bound and the last state's, the larger of the two
     ends of the step taken as the step's (the filter's weights are positive, so the filtered
-    bound bounds the filtered friction)."""
+    bound bounds the filtered friction).
+    """
     for i in range(r.shape[0]):
         slip = min(max(qd[i] / friction_velocity, -1.0), 1.0)
         now = friction[i] * (1.0 - abs(slip))
@@ -214,7 +225,8 @@ def observe(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
     singular[k]; then for each level (0: contact, 1: collision) the first joint whose |felt| is
     over joint_levels[level], else the first frame whose force's norm is over
     force_levels[level] (a level at 0 is off): found[level] = (1, joint) or (2, frame), (0, -1)
-    for none. Returns how many frames were singular."""
+    for none. Returns how many frames were singular.
+    """
     observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
                     friction_velocity, dt, decay, started, memory, r)
     beyond_friction(qd, friction, friction_velocity, decay, band, r, felt)

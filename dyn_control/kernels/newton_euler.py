@@ -1,14 +1,15 @@
 """The recursive Newton-Euler pass over the parent index, the inverse dynamics built on it (one
 state, or N states on numba's threads), and the energies. Everything of body i is expressed in
-body i's frame; wrenches are [force (3); moment (3)], the moment about the body frame origin."""
+body i's frame; wrenches are [force (3); moment (3)], the moment about the body frame origin.
+"""
 
 import numpy as np
 
-from dyn_control.model.layout import PRISMATIC, ROTS, VECS, VECTORS
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import get_num_threads, jit, jit_parallel, prange
 from dyn_control.kernels.frames import joint_poses, kinematics
 from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
+from dyn_control.model.layout import PRISMATIC, ROTS, VECS, VECTORS
 
 
 @jit
@@ -17,7 +18,8 @@ def rnea(m, d, qd, qdd, a0, f_tip, tau):
     them); writes tau (n,) N m or N. m, d: views.model, views.data. a0: (3,) linear
     acceleration of the base (minus gravity), base frame. f_tip: (6,) wrench that the last body
     (n - 1, the tip) exerts on the environment, in its frame. The bodies' w, dw, dv (forward
-    pass) and the wrenches their children pass down (backward pass) are kept in the workspace."""
+    pass) and the wrenches their children pass down (backward pass) are kept in the workspace.
+    """
     axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
     R, p = d.R, d.p
     w_all, dw_all, dv_all, f_all, m_all = d.w, d.dw, d.dv, d.f, d.mo
@@ -68,7 +70,8 @@ def rnea(m, d, qd, qdd, a0, f_tip, tau):
 @jit
 def inverse_dynamics(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, f_tip, tau):
     """Fill tau (n,): the torques that produce qdd at (q, qd) under the model's gravity, with
-    the tip wrench f_tip (6,)."""
+    the tip wrench f_tip (6,).
+    """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     joint_poses(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
     rnea(m, d, qd, qdd, m.a0, f_tip, tau)
@@ -76,7 +79,8 @@ def inverse_dynamics(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, f_tip, tau)
 
 def row_blocks(N):
     """Blocks to split N rows in: one per thread (numba's, as many as cores), or one below 64
-    rows, where a second thread costs more than it saves."""
+    rows, where a second thread costs more than it saves.
+    """
     return get_num_threads() if N >= 64 else 1
 
 
@@ -84,7 +88,8 @@ def row_blocks(N):
 def inverse_dynamics_rows(mvec, mrot, ints, q, qd, qdd, f_tip, blocks, tau):
     """inverse_dynamics for each row of q, qd, qdd (N, n), filling tau (N, n), in one compiled
     loop. The rows are split in `blocks` blocks (row_blocks), run by numba's threads, each
-    with a workspace of its own; a row's numbers do not depend on the split."""
+    with a workspace of its own; a row's numbers do not depend on the split.
+    """
     N, n = q.shape
     size = (N + blocks - 1) // blocks
     for b in prange(blocks):

@@ -1,6 +1,7 @@
 """One simulator step: the smooth dynamics by RK4 (or explicit Euler), then the passive joints
 (damping, Coulomb friction, position stops) implicitly, as MuJoCo does. Why this scheme, and
-what it guarantees: dyn_control.sim.simulation's docstring."""
+what it guarantees: dyn_control.sim.simulation's docstring.
+"""
 
 import numpy as np
 
@@ -62,7 +63,8 @@ def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max):
 
 
 @jit
-def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction, lower, upper, dt,
+def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction, lower, upper,
+                    dt,
                     rk4):
     """One step of the arm under joint torques tau -> (q, qd) after dt.
 

@@ -13,12 +13,12 @@ Newton-Euler carries a wrench: Y[j, 10 i : 10 i + 10] = S_j . (X_j<-i A_i).
 
 import numpy as np
 
-from dyn_control.model.layout import PRISMATIC
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.frames import kinematics
 from dyn_control.kernels.newton_euler import rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, row
+from dyn_control.model.layout import PRISMATIC
 
 _ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 

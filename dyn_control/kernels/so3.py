@@ -1,7 +1,8 @@
 """3-vectors and rotations inside the kernels. A 3-vector is a tuple (x, y, z): numba keeps
 tuples in registers, so a pass allocates nothing for them. `row(a, i)` reads row i of an
 (m, 3) array, `mul(R, i, v)` is R[i] @ v and `mul_t(R, i, v)` is R[i].T @ v for a stack of
-rotations R (m, 3, 3)."""
+rotations R (m, 3, 3).
+"""
 
 import math
 
@@ -55,7 +56,8 @@ def mul_t(R, i, v):
 def rotation_log(R):
     """Rotation matrix (3, 3) -> rotation vector (3,), angle in [0, pi] times unit axis (the
     log map of SO(3)); near pi the axis comes from the symmetric part, its sign from the skew
-    part."""
+    part.
+    """
     cos = min(max(0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0), -1.0), 1.0)
     angle = math.acos(cos)
     skew = (R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1])

@@ -1,13 +1,35 @@
 """The model and a workspace as the kernels name them: named tuples of views into the packed
 arrays of dyn_control.model.layout (slices, no copies). A kernel called from Python makes them once
 (`model`, `data`) and hands them to the passes it runs: a view costs a reference count, and
-making them in every pass cost a 7-joint arm's mass matrix 2 us in 6."""
+making them in every pass cost a 7-joint arm's mass matrix 2 us in 6.
+"""
 
 from collections import namedtuple
 
-from dyn_control.model.layout import (AXIS, C_H, C_INERTIA, C_MASS, DV, DW, FORCE, GRAVITY, H, INERTIA, JTYPE,
-                      MASS, MOMENT, P0, PARENT, POS, POS_WORLD, R0, ROT, ROT_WORLD, W)
 from dyn_control.kernels.compile import jit
+from dyn_control.model.layout import (
+    AXIS,
+    C_H,
+    C_INERTIA,
+    C_MASS,
+    DV,
+    DW,
+    FORCE,
+    GRAVITY,
+    INERTIA,
+    JTYPE,
+    MASS,
+    MOMENT,
+    P0,
+    PARENT,
+    POS,
+    POS_WORLD,
+    R0,
+    ROT,
+    ROT_WORLD,
+    H,
+    W,
+)
 
 # R0 (n, 3, 3), p0, axis (n, 3), jtype, parent (n,), mass (n,), h (n, 3), inertia_o (n, 3, 3),
 # a0 (3,): layout's docstring

@@ -1,2 +1,3 @@
 """The model of an arm: its URDF read, its tree and joints chosen, its bodies lumped, and the packed
-layout the compiled kernels read."""
+layout the compiled kernels read.
+"""

@@ -2,8 +2,8 @@
 
 Its homes: reading the URDF (urdf.py), choosing the joints and lumping the links into bodies
 (tree.py), inertia algebra (inertia.py); here the model type itself, with its frames and its
-payload, and load_chain, which puts them together. A `Chain` is what the dynamics needs and nothing more: for each controlled joint i, in
-topological order (a joint's parent body comes before it),
+payload, and load_chain, which puts them together. A `Chain` is what the dynamics needs and nothing
+more: for each controlled joint i, in topological order (a joint's parent body comes before it),
 
 - its parent body `parent[i]` (Featherstone's lambda(i): i - 1 on a path, -1 for the base),
 - the fixed pose of joint i's frame in the parent body's frame (`R0[i]`, `p0[i]`),
@@ -63,21 +63,24 @@ class JointInfo:
 
 def position_bounds(lower, upper):
     """URDF position limits (n,) -> (min, max) each joint can reach. lower >= upper (a URDF
-    leaves both 0 when it gives none) or a continuous joint means no limit: -inf, inf."""
+    leaves both 0 when it gives none) or a continuous joint means no limit: -inf, inf.
+    """
     limited = lower < upper
     return np.where(limited, lower, -np.inf), np.where(limited, upper, np.inf)
 
 
 def as_limit(values):
     """URDF effort or velocity limits (n,) -> the bound each joint has: a limit of 0 or less (often
-    written for "not specified") means none, inf."""
+    written for "not specified") means none, inf.
+    """
     values = np.asarray(values, dtype=float)
     return np.where(values > 0, values, np.inf)
 
 
 def to_chain_order(values, order):
     """Per-joint values in command order -> chain order; order[i] is the chain index of the
-    i-th commanded joint (the other way is values[order])."""
+    i-th commanded joint (the other way is values[order]).
+    """
     out = np.empty_like(values)
     out[order] = values
     return out
@@ -126,19 +129,19 @@ class Chain:
             object.__setattr__(self, "parent", np.arange(self.n, dtype=np.int64) - 1)
         if not self.tip_links:
             object.__setattr__(self, "tip_links", (self.tip_link,))
-        derived = dict(
-            base_acceleration=-self.gravity,  # how gravity enters Newton-Euler
+        derived = {
+            "base_acceleration": -self.gravity,  # how gravity enters Newton-Euler
             # per-joint arrays (n,), built once: the control and simulation ticks read them
-            lower=lower, upper=upper, effort_limits=self._limit("effort"),  # N m or N
-            velocity_limits=self._limit("velocity"),  # rad/s or m/s
-            damping=self._limit("damping"), friction=self._limit("friction"),
-            continuous=np.array([j.type == "continuous" for j in self.joints], dtype=bool),
+            "lower": lower, "upper": upper, "effort_limits": self._limit("effort"),  # N m or N
+            "velocity_limits": self._limit("velocity"),  # rad/s or m/s
+            "damping": self._limit("damping"), "friction": self._limit("friction"),
+            "continuous": np.array([j.type == "continuous" for j in self.joints], dtype=bool),
             # The kernels use the inertia about the body frame origin and the first mass moment.
-            h=self.mass[:, None] * self.com,
-            inertia_origin=np.array([
+            "h": self.mass[:, None] * self.com,
+            "inertia_origin": np.array([
                 inertia + parallel_axis(m, c)
                 for m, c, inertia in zip(self.mass, self.com, self.inertia)
-            ]).reshape(-1, 3, 3))
+            ]).reshape(-1, 3, 3)}
         derived["position_min"], derived["position_max"] = position_bounds(lower, upper)
         for name, value in derived.items():
             object.__setattr__(self, name, value)
@@ -155,7 +158,8 @@ class Chain:
 
     def workspace(self):
         """This thread's workspace (layout.Data) for the public functions: allocated once per
-        thread, as a kernel writes into it (a control law or a simulator keeps its own)."""
+        thread, as a kernel writes into it (a control law or a simulator keeps its own).
+        """
         try:
             return self._workspaces.data
         except AttributeError:
@@ -174,7 +178,8 @@ class Chain:
     def frame(self, link, what="link"):
         """(body, R (3, 3), p (3,) m): the body that moves `link` (any link the chain moves,
         fixed children included) and the link's fixed pose in that body's frame. ValueError
-        names `what` and the link otherwise."""
+        names `what` and the link otherwise.
+        """
         for body, links in enumerate(self.link_poses):
             for name, R, p in links:
                 if name == link:
@@ -184,7 +189,8 @@ class Chain:
 
     def frame_arrays(self, links):
         """(bodies (k,) int, R (k, 3, 3), p (k, 3)): frame() of each of `links`, as the compiled
-        kernels that visit several frames take them."""
+        kernels that visit several frames take them.
+        """
         frames = [self.frame(link) for link in links]
         return (np.array([body for body, _, _ in frames], dtype=np.int64),
                 np.array([R for _, R, _ in frames], dtype=float).reshape(-1, 3, 3),
@@ -217,7 +223,8 @@ class Chain:
 
     def wrench_at_last_body(self, f_tip):
         """(6,) wrench [force; moment] in the tip link frame about its origin -> same wrench in
-        body n-1's frame about that body's origin."""
+        body n-1's frame about that body's origin.
+        """
         f_tip = np.asarray(f_tip, dtype=float).reshape(6)
         force = self.tip_rotation @ f_tip[:3]
         moment = self.tip_rotation @ f_tip[3:] + np.cross(self.tip_offset, force)
@@ -230,7 +237,8 @@ class Chain:
 
 def check_payload(chain, mass, com, inertia, link):
     """Validated (mass, com (3,), inertia (3, 3), link name) of a payload for `chain`;
-    PayloadError naming the parameter (payload_mass, _com, _inertia, _link) and value."""
+    PayloadError naming the parameter (payload_mass, _com, _inertia, _link) and value.
+    """
     try:
         mass = float(mass)
         com = np.array(com, dtype=float).reshape(-1)
@@ -271,9 +279,9 @@ def _joint_info(j):
     lower, upper = -np.inf, np.inf
     if j.type != "continuous" and lim is not None:
         lower, upper = value(lim, "lower", 0.0), value(lim, "upper", 0.0)
-    limits = dict(lower=lower, upper=upper, effort=value(lim, "effort", np.inf),
-                  velocity=value(lim, "velocity", np.inf), damping=value(dyn, "damping", 0.0),
-                  friction=value(dyn, "friction", 0.0))
+    limits = {"lower": lower, "upper": upper, "effort": value(lim, "effort", np.inf),
+                  "velocity": value(lim, "velocity", np.inf), "damping": value(dyn, "damping", 0.0),
+                  "friction": value(dyn, "friction", 0.0)}
     bad = [f"{k}={v}" for k, v in limits.items() if np.isnan(v)]
     if bad:
         raise URDFError(f"joint '{j.name}' has a NaN limit or dynamics value: {', '.join(bad)}")
@@ -288,7 +296,8 @@ def _joint_info(j):
 def _massless_joints(movable, parent, masses, inertias, lumped):
     """A problem line for each joint that moves nothing: its body and every body below it have
     no mass and no inertia (links without <inertial>), so M has a zero row and no solver,
-    node or simulator can use the chain."""
+    node or simulator can use the chain.
+    """
     n = len(movable)
     carried = [masses[i] > 0.0 or np.abs(inertias[i]).max() > 0.0 for i in range(n)]
     for i in range(n - 1, -1, -1):  # bodies are in topological order: children come later
@@ -352,7 +361,8 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
     problems += _massless_joints(movable, parent, masses, inertias, lumped)
     problems = list(dict.fromkeys(problems))
     if problems and strict:
-        raise URDFError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise URDFError(problems[0] + more)
     for problem in problems:
         warnings.warn(problem, InertiaWarning, stacklevel=2)
 
@@ -371,7 +381,8 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
     return Chain(
         joints=tuple(infos), root_link=root, tip_link=tip,
         R0=np.array(R0), p0=np.array(p0), axis=np.array(axes),
-        jtype=np.array([PRISMATIC if i.type == "prismatic" else REVOLUTE for i in infos], dtype=np.int64),
+        jtype=np.array([PRISMATIC if i.type == "prismatic" else REVOLUTE for i in infos],
+                       dtype=np.int64),
         mass=np.array(masses), com=np.array(coms), inertia=np.array(inertias),
         gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
         tip_rotation=tip_rotation, tip_offset=tip_offset,

@@ -1,5 +1,6 @@
 """Rigid-body inertia algebra: checks of a body's inertia, the parallel-axis theorem, and two
-bodies lumped into one. Plain numpy."""
+bodies lumped into one. Plain numpy.
+"""
 
 import numpy as np
 
@@ -8,7 +9,8 @@ INERTIA_RTOL = 1e-6  # relative slack of the symmetry / PSD / triangle-inequalit
 
 def check_inertia(what, mass, inertia):
     """Return a list of problems with one body's inertial data (empty if valid); `what` names
-    the body in the messages ("link 'x'")."""
+    the body in the messages ("link 'x'").
+    """
     problems = []
     if not np.isfinite(mass) or not np.all(np.isfinite(inertia)):
         return [f"{what}: non-finite mass or inertia (mass={mass}, inertia={inertia.tolist()})"]
@@ -31,13 +33,15 @@ def check_inertia(what, mass, inertia):
 
 def parallel_axis(mass, d):
     """(3, 3) kg m^2 to add to an inertia about the centre of mass to take it about a point at
-    -d from it (d (3,) m, the com seen from that point): m (|d|^2 I - d d^T)."""
+    -d from it (d (3,) m, the com seen from that point): m (|d|^2 I - d d^T).
+    """
     return mass * (d @ d * np.eye(3) - np.outer(d, d))
 
 
 def combine_bodies(a, b):
     """Two rigid bodies (mass kg, com (3,) m, inertia (3, 3) about the com), both in one frame
-    -> the one rigid body they make, in that frame (parallel-axis theorem)."""
+    -> the one rigid body they make, in that frame (parallel-axis theorem).
+    """
     (m1, c1, I1), (m2, c2, I2) = a, b
     mass = m1 + m2
     com = (m1 * c1 + m2 * c2) / mass if mass > 0 else np.zeros(3)

@@ -45,7 +45,8 @@ VECTORS = 4
 
 def pack_model(R0_, p0, axis, h, inertia_origin, mass, base_acceleration, jtype, parent):
     """The model's arrays -> (mvec, mrot, ints), the layout above. Writable copies: numba types
-    a read-only array on its slow dispatch path."""
+    a read-only array on its slow dispatch path.
+    """
     n = len(mass)
     mvec, mrot = np.zeros((MODEL_VECS, n, 3)), np.zeros((MODEL_ROTS, n, 3, 3))
     mvec[P0], mvec[AXIS], mvec[H], mvec[MASS, :, 0] = p0, axis, h, mass
@@ -64,7 +65,8 @@ def with_gravity(pack, base_acceleration):
 class Data:
     """The workspace of one user of the kernels (module docstring) for a packed model: `arrays`
     (vecs, rots, matrices), and `args`, the model's and the workspace's arrays in the order a
-    kernel takes them (kernel(*data.args, inputs...))."""
+    kernel takes them (kernel(*data.args, inputs...)).
+    """
 
     def __init__(self, pack):
         self.arrays = workspace_arrays(pack[0].shape[1])

@@ -1,5 +1,6 @@
 """A URDF's links and joints as a checked tree, the choice of the model's joints in it (a path,
-a tree, a hand's fingers locked), and the lumping of the links a body carries. No ROS import."""
+a tree, a hand's fingers locked), and the lumping of the links a body carries. No ROS import.
+"""
 
 import numpy as np
 
@@ -10,7 +11,8 @@ from dyn_control.model.urdf import URDFError, compose, finite_pose, link_inertia
 class AmbiguousTip(URDFError):
     """No single longest path: `ends` (the links where the tied paths of `joints` movable joints
     end) and `outline` (the tree, for a person to choose from). Callers name their own way to
-    choose (a node's tip_link or joints, inspect's --tip or --joints)."""
+    choose (a node's tip_link or joints, inspect's --tip or --joints).
+    """
 
     def __init__(self, ends, joints, outline, how="set tip_link or joints"):
         self.ends, self.joints, self.outline = ends, joints, outline
@@ -91,7 +93,8 @@ class Tree:
 
     def default_tip(self, root):
         """End link of the longest path of movable joints below `root`, a hand counting as an
-        end (see `hand`); AmbiguousTip when several paths are longest."""
+        end (see `hand`); AmbiguousTip when several paths are longest.
+        """
         best, ends, hand_below = 0, [], {}
         todo = [(root, 0, None)]
         while todo:
@@ -115,14 +118,16 @@ class Tree:
 
     def hand(self, link):
         """Whether `link` holds a gripper: two or more of its child joints are movable, and
-        each starts a branch of at most GRIPPER_JOINTS movable joints in a row."""
+        each starts a branch of at most GRIPPER_JOINTS movable joints in a row.
+        """
         fingers = [1 + max(self._branch_depths(j.child), default=0)
                    for j in self.child_joints[link] if j.type != "fixed"]
         return len(fingers) >= 2 and max(fingers) <= GRIPPER_JOINTS
 
     def _branch_depths(self, link):
         """The most movable joints in a row on each branch that starts at `link` (fixed joints
-        are passed through, so a branch starts at the first movable joint)."""
+        are passed through, so a branch starts at the first movable joint).
+        """
         depths = []
         for j in self.child_joints[link]:
             if j.type == "fixed":
@@ -133,7 +138,8 @@ class Tree:
 
     def outline(self, root, indent="  "):
         """The tree below `root` as text, one line per movable joint (fixed ones folded into
-        their links), indented by depth: what to choose a tip or joints from."""
+        their links), indented by depth: what to choose a tip or joints from.
+        """
         lines = [root]
         todo = [(j, 1) for j in reversed(self.child_joints[root])]
         while todo:  # depth first, children in URDF order
@@ -177,7 +183,8 @@ def _children(tree, link, first_tip):
 def select(tree, root_link, tip_links, joints):
     """-> (root, tips, joints of the model in topological order, fixed ones included), after
     checking names and consistency. The model is the union of the paths from root to each tip;
-    its branches come in the order of the tips."""
+    its branches come in the order of the tips.
+    """
     for role, link in [("root_link", root_link)] + [("tip_link", t) for t in tip_links]:
         if link is not None and link not in tree.links:
             raise URDFError(f"{role} '{link}' is not a link of the URDF")
@@ -192,7 +199,8 @@ def select(tree, root_link, tip_links, joints):
                 raise URDFError(f"joint '{name}' (in joints) is fixed")
         root = root_link or _common_ancestor(tree, [tree.joints[j].parent for j in joints])
         if not tip_links:  # the child links of the joints with no other one below them
-            above = {j.name for name in joints for j in tree.path(tree.root, tree.joints[name].child)[:-1]}
+            above = {j.name for name in joints for j in tree.path(tree.root,
+                                                                  tree.joints[name].child)[:-1]}
             tip_links = list(dict.fromkeys(tree.joints[n].child for n in joints if n not in above))
     else:
         root = root_link or tree.root
@@ -234,7 +242,8 @@ def select(tree, root_link, tip_links, joints):
 def lump(tree, start, stop, problems, locked):
     """Rigidly lump the subtree of link `start` (not crossing the joints named in `stop`) into
     one body in its frame -> (mass, com, inertia about the com, ((link, R, p), ...) the links'
-    poses in it). The movable joints it crosses are appended to `locked`."""
+    poses in it). The movable joints it crosses are appended to `locked`.
+    """
     body, links = (0.0, np.zeros(3), np.zeros((3, 3))), []
     todo = [(start, np.eye(3), np.zeros(3))]
     while todo:

@@ -1,5 +1,6 @@
 """Reading a URDF: a file, a .xacro or an XML string -> urdf_parser_py's Robot with only what the
-dynamics reads, and the poses and inertials in it as numpy. No ROS import here."""
+dynamics reads, and the poses and inertials in it as numpy. No ROS import here.
+"""
 
 from __future__ import annotations
 
@@ -77,14 +78,16 @@ def read_urdf_text(source) -> str:
 # What the dynamics reads of a URDF; everything else (visuals, materials, transmissions in
 # either format, <gazebo>, <ros2_control>, sensors, vendor tags) is dropped before parsing, so a
 # tag urdf_parser_py does not know, or knows more strictly than urdfdom, cannot stop the load.
-_KEEP = {"link": {"inertial"}, "joint": {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic"}}
+_KEEP = {"link": {"inertial"}, "joint": {"origin", "parent", "child", "axis", "limit", "dynamics",
+                                         "mimic"}}
 
 
 def robot_element(text: str):
     """URDF XML -> its <robot> ElementTree element, with the comments kept, so that a file
     written back from it keeps them. A URDF names links and joints only as <robot>'s children:
     a <transmission>'s <joint> and a <gazebo> plugin's <link> carry the same names, so look
-    elements up with `top_level`, never with a recursive search."""
+    elements up with `top_level`, never with a recursive search.
+    """
     from xml.etree import ElementTree
 
     parser = ElementTree.XMLParser(target=ElementTree.TreeBuilder(insert_comments=True))
@@ -148,6 +151,7 @@ def link_inertial(link):
     inertia = np.zeros((3, 3))
     i = inertial.inertia
     if i is not None:
-        inertia = inertia_matrix(*(float(v or 0.0) for v in (i.ixx, i.iyy, i.izz, i.ixy, i.ixz, i.iyz)))
+        inertia = inertia_matrix(*(float(v or 0.0) for v in (i.ixx, i.iyy, i.izz, i.ixy, i.ixz,
+                                                             i.iyz)))
     R, p = finite_pose(inertial.origin, f"link '{link.name}' <inertial>")
     return mass, p, R @ inertia @ R.T

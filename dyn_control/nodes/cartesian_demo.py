@@ -16,17 +16,16 @@ under use_sim_time):
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
 from dyn_control import kinematics
-from dyn_control.parameters import CARTESIAN_DEMO
 from dyn_control.controller.watchdog import WAIT_SAY
 from dyn_control.nodes import messages
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.params import StartupError, declare_parameters
 from dyn_control.nodes.process import run
+from dyn_control.parameters import CARTESIAN_DEMO
 
 CONTROLLER = "/computed_torque_controller"
 SIMULATOR = "/dynamics_simulator"
@@ -122,7 +121,8 @@ class CartesianDemo(Node):
             self.phase = "released"
         elif t >= end and self.phase == "released":
             self.phase = "done"
-            self.get_logger().info("done: " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()))
+            self.get_logger().info("done: " + ", ".join(f"{k} {v:.3f} s" for k,
+                                                        v in phases.items()))
 
     def _push(self, force):
         msg = WrenchStamped()

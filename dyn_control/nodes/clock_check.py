@@ -1,6 +1,7 @@
 """Whether the joint states are stamped on this node's clock: a loop whose nodes run on two
 clocks (wall time and /clock) tracks nothing. Trajectories run on the states' time whatever
-this says; it is said once, and /diagnostics reports the offset."""
+this says; it is said once, and /diagnostics reports the offset.
+"""
 
 import time
 

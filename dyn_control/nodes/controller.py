@@ -11,8 +11,8 @@ order, for ros2_control's forward_command_controller with interface_name: effort
 (controller_topics.ContactTopics); ~/reset_collision (std_srvs/Trigger: clears a latched
 collision or velocity fault); ~/teach/record (std_srvs/SetBool: true starts recording the joint
 states, false writes them as a rosbag2 folder under teach.folder, its path in the answer's
-message: dyn_control.controller.teach); ~/markers for RViz (markers.MarkerTopic). The controller itself is
-dyn_control.controller.core; this node declares its parameters (dyn_control.parameters.
+message: dyn_control.controller.teach); ~/markers for RViz (markers.MarkerTopic). The controller
+itself is dyn_control.controller.core; this node declares its parameters (dyn_control.parameters.
 CONTROLLER), turns messages into calls and commands into messages.
 """
 
@@ -25,7 +25,6 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dyn_control.controller.core import ControllerCore, warm_up
-from dyn_control.parameters import CONTROLLER
 from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.teach import Recording
 from dyn_control.nodes import messages, trajectory_action
@@ -34,9 +33,15 @@ from dyn_control.nodes.controller_topics import CartesianTargets, CommandTopics,
 from dyn_control.nodes.diagnostics import log_events, publish_diagnostics
 from dyn_control.nodes.markers import MarkerTopic
 from dyn_control.nodes.model_source import build_chain, configure_from_model
-from dyn_control.nodes.params import (StartupError, declare_parameters, parameter_reader, reliability,
-                     set_parameters_callback)
+from dyn_control.nodes.params import (
+    StartupError,
+    declare_parameters,
+    parameter_reader,
+    reliability,
+    set_parameters_callback,
+)
 from dyn_control.nodes.process import run
+from dyn_control.parameters import CONTROLLER
 
 
 class ComputedTorqueController(Node):
@@ -118,7 +123,8 @@ class ComputedTorqueController(Node):
 
     def on_watchdog(self, now=None):
         """The watchdog's tick at `now` (default: the watchdog's clock now, none before it
-        runs)."""
+        runs).
+        """
         now = self._now() if now is None else now
         if now is not None:
             self._send(self.core.update(now))
@@ -153,7 +159,8 @@ class ComputedTorqueController(Node):
 
     def on_record(self, request, response):
         """~/teach/record: data true starts a recording (again: it starts over), false saves
-        it; the answer's message says where, or why not."""
+        it; the answer's message says where, or why not.
+        """
         if self.core is None:
             response.success, response.message = False, "refused: the controller has no model yet"
         elif request.data:

@@ -1,6 +1,7 @@
 """computed_torque_controller's topics besides its input: what it publishes for each command,
 and the cartesian_impedance targets it takes (crisp_controllers' names). With several ee_links
-each has its own ~/<link>/target_pose, target_wrench and current_pose; the posture is shared."""
+each has its own ~/<link>/target_pose, target_wrench and current_pose; the posture is shared.
+"""
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -15,10 +16,12 @@ from dyn_control.nodes.params import StartupError
 
 class CommandTopics:
     """/effort_controller/commands, ~/reference, ~/error, and at state_publish_rate
-    ~/controller_state (joint modes) or ~/current_pose (cartesian_impedance)."""
+    ~/controller_state (joint modes) or ~/current_pose (cartesian_impedance).
+    """
 
     def __init__(self, node):
-        self.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        self.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands",
+                                                10)
         # history 10: a subscriber that wants every sample keeps a deep queue of its own (the
         # recorder keeps 1000); resending a long history to a lagging one costs the loop CPU
         self.reference_pub = node.create_publisher(JointState, "~/reference", 10)
@@ -39,7 +42,8 @@ class CommandTopics:
 
     def publish(self, command, core):
         """A command from the core -> the effort message, and reference, error and, a period of
-        state time after the last (either way: a simulator restarts), the state or pose."""
+        state time after the last (either way: a simulator restarts), the state or pose.
+        """
         self.effort_pub.publish(self.effort_msg.fill(command.tau))
         if command.desired is not None:
             q_d, qd_d, _ = command.desired
@@ -61,7 +65,8 @@ class CommandTopics:
 class CartesianTargets:
     """~/target_pose, ~/target_wrench, ~/target_joint -> the node's core; in the joint modes, or
     bad, a target is refused (said, throttled) and the last good one stays. It makes each
-    ee_link's ~/current_pose publisher too, into topics.pose_pubs."""
+    ee_link's ~/current_pose publisher too, into topics.pose_pubs.
+    """
 
     def __init__(self, node, topics):
         self.node = node
@@ -72,7 +77,8 @@ class CartesianTargets:
                                          lambda msg, k=k: self.on_pose(msg, k), 10)
                 node.create_subscription(WrenchStamped, prefix + "target_wrench",
                                          lambda msg, k=k: self.on_wrench(msg, k), 10)
-                topics.pose_pubs.append(node.create_publisher(PoseStamped, prefix + "current_pose", 10))
+                topics.pose_pubs.append(node.create_publisher(PoseStamped, prefix + "current_pose",
+                                                              10))
             except Exception as err:  # rclpy's InvalidTopicNameException
                 raise StartupError(f"parameter ee_links: '{links[k]}' makes no topic name "
                                    f"({prefix}target_pose): {err}") from err
@@ -106,7 +112,8 @@ class ContactTopics:
     and its sign: what the robot applies to the world, the opposite of the observer's r.
     At external_torque.publish_rate (state time): ~/external_joint_torques (JointState: name,
     effort N m or N), and ~/external_wrench_in_base_frame (WrenchStamped, frame_id the root
-    link) at ee_link, or ~/<link>/external_wrench_in_base_frame for each of several."""
+    link) at ee_link, or ~/<link>/external_wrench_in_base_frame for each of several.
+    """
 
     def __init__(self, node, ee_links, chain, rate):
         self.node = node

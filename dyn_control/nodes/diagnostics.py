@@ -1,5 +1,6 @@
 """What a node tells people: /diagnostics (stamped on the node's clock, /clock under
-use_sim_time), the events a core said, and warnings throttled per cause."""
+use_sim_time), the events a core said, and warnings throttled per cause.
+"""
 
 import time
 
@@ -7,7 +8,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 
 from dyn_control.nodes.messages import set_stamp
-
 
 _LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN}
 
@@ -17,7 +17,8 @@ def publish_diagnostics(node, status, period=1.0, stamp=None):
     named after the node from status() -> (level "OK" | "WARN", message, {key: value}), or
     nothing while status() is None. The header carries the time of the node's other messages:
     stamp() in s (the simulator's simulated time), else the node's clock (/clock under
-    use_sim_time)."""
+    use_sim_time).
+    """
     publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
     def publish():
@@ -40,7 +41,8 @@ def publish_diagnostics(node, status, period=1.0, stamp=None):
 
 def read_diagnostics(msg):
     """DiagnosticArray -> {status name: {key: value}}, numbers as floats where they parse; the
-    status's message under "message"."""
+    status's message under "message".
+    """
     def number(text):
         try:
             return float(text)
@@ -74,7 +76,8 @@ def log_events(node, core):
 
 def warn_throttled(node, key, text, period=1.0):
     """A warning at most once per `period` s of steady time for each `key` (rclpy throttles
-    per call site, which would let one bad input hide another's reason)."""
+    per call site, which would let one bad input hide another's reason).
+    """
     now = time.monotonic()
     last = node.__dict__.setdefault("_warned_at", {})
     if now - last.get(key, -float("inf")) >= period:

@@ -1,7 +1,8 @@
 """The nodes' console scripts. Each installs its SIGINT and SIGTERM handlers before it imports
 anything heavy (rclpy, numba: over a second on a loaded machine), so that Ctrl-C from
 `ros2 launch` at any moment of start-up ends the process at once with exit code 0. Once the
-node module is loaded, nodes.process.run takes the signals over."""
+node module is loaded, nodes.process.run takes the signals over.
+"""
 
 import importlib
 import os
@@ -37,7 +38,8 @@ def cartesian_demo():
 
 def identify():
     """`ros2 run dyn_control identify`: the live workflow (nodes.identify); with --from-bag,
-    the offline fit (dyn_control.identification.offline), no ROS needed."""
+    the offline fit (dyn_control.identification.offline), no ROS needed.
+    """
     if "--from-bag" in sys.argv or {"-h", "--help"} & set(sys.argv[1:]):
         from dyn_control.identification.offline import main
         if "--from-bag" not in sys.argv:  # the live node's parameters are ROS parameters

@@ -1,12 +1,12 @@
-"""identify: runs the identification of issue 31 on a live arm and exits.
+"""identify: runs the identification on a live arm and exits.
 
 Waits for the controller's FollowJointTrajectory action and one /joint_states (the runs start
 and end at rest there), plans an optimized Fourier excitation and a different validation run
-(dyn_control.identification.excitation), and sends each as a goal. While a goal runs, every /joint_states
-message goes as it came (serialized, as `ros2 bag record` stores it) into a rosbag2 MCAP
-folder: out_dir/identify_<name>_excitation and _validation. Then it fits from those files
-alone (dyn_control.identification.offline) and writes out_dir/identified_<name>.urdf and the report. The
-outcome is on /diagnostics (status "identify": message "waiting", "excitation",
+(dyn_control.identification.excitation), and sends each as a goal. While a goal runs, every
+/joint_states message goes as it came (serialized, as `ros2 bag record` stores it) into a rosbag2
+MCAP folder: out_dir/identify_<name>_excitation and _validation. Then it fits from those files
+alone (dyn_control.identification.offline) and writes out_dir/identified_<name>.urdf and the report.
+The outcome is on /diagnostics (status "identify": message "waiting", "excitation",
 "validation", "done" or the refusal; values the output paths and the validation errors) and
 in the exit code: 0 done, 2 a refused recording or goal.
 """
@@ -25,13 +25,13 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from dyn_control.identification import offline as identify
 from dyn_control.identification.excitation import optimize
 from dyn_control.identification.fit import BaseParameters
-from dyn_control.parameters import IDENTIFY
-from dyn_control.recording import BagWriter, read_states
 from dyn_control.nodes import messages, trajectory_action
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, model_text
 from dyn_control.nodes.params import StartupError, declare_parameters
 from dyn_control.nodes.process import run
+from dyn_control.parameters import IDENTIFY
+from dyn_control.recording import BagWriter, read_states
 
 CONTROLLER = "/computed_torque_controller"
 RUNS = ("excitation", "validation")

@@ -1,6 +1,7 @@
 """What the launch files share: paths in the package's share folder, and a URDF or xacro turned
 into the robot_description text every node takes. No launch import here, so the files stay
-plain launch descriptions and this stays importable (and testable) without launch."""
+plain launch descriptions and this stays importable (and testable) without launch.
+"""
 
 import os
 
@@ -29,8 +30,11 @@ def real_arm_parameters():
     controller does not know, a "real arm" to identify against (sim_urdf_file:=, make
     identify, the harness's sim_urdf): physics finer than the command period
     (REAL_ARM_SUBSTEPS), and the controller's external torques off, since its model is wrong
-    by design and its contact levels would read the error as a push and hold the arm."""
-    from dyn_control.sim.simulation import REAL_ARM_SUBSTEPS  # numba's import: only when it is needed
+    by design and its contact levels would read the error as a push and hold the arm.
+    """
+    from dyn_control.sim.simulation import (
+        REAL_ARM_SUBSTEPS,  # numba's import: only when it is needed
+    )
     return {"substeps": REAL_ARM_SUBSTEPS}, {"external_torque.enabled": False}
 
 
@@ -43,15 +47,16 @@ def gui_nodes(description, sim_time, state_publisher=True):
     """The `gui:=true` nodes, as launch_ros Node keyword arguments: robot_state_publisher (/tf
     and /robot_description from the same URDF text the other nodes get; not when the launch
     file starts one anyway) and rviz2 with share/dyn_control/rviz/dyn_control.rviz, its fixed
-    frame the URDF's root link, all on `sim_time`."""
+    frame the URDF's root link, all on `sim_time`.
+    """
     from dyn_control.model.urdf import parse
     time = {"use_sim_time": sim_time}
-    nodes = [dict(package="robot_state_publisher", executable="robot_state_publisher",
-                  output="screen", parameters=[{"robot_description": description, **time}])]
-    nodes.append(dict(package="rviz2", executable="rviz2", name="rviz2", output="screen",
-                      arguments=["-d", share("rviz", "dyn_control.rviz"),
+    nodes = [{"package": "robot_state_publisher", "executable": "robot_state_publisher",
+                  "output": "screen", "parameters": [{"robot_description": description, **time}]}]
+    nodes.append({"package": "rviz2", "executable": "rviz2", "name": "rviz2", "output": "screen",
+                      "arguments": ["-d", share("rviz", "dyn_control.rviz"),
                                  "-f", parse(description).get_root()],
-                      parameters=[time]))
+                      "parameters": [time]})
     return nodes if state_publisher else nodes[1:]
 
 
@@ -59,7 +64,8 @@ def installed(specs):
     """(the specs whose package is installed, ROS's own message for each that is not): launch
     raises on a Node of a missing package and stops, leaving the nodes it had started running,
     so a launch file starts the rest and says what it lacks instead. The message is
-    ament_index's, the one launch_ros would give."""
+    ament_index's, the one launch_ros would give.
+    """
     from ament_index_python.packages import PackageNotFoundError, get_package_prefix
     found, missing = [], []
     for spec in specs:

@@ -8,7 +8,8 @@ a timer beside the tick, never in it).
   arrow ending at the hand, 1 cm per N, shown above PUSH_SHOWN_N;
 - ns "walls": with the limits on, each ee_link's box (limits.workspace_min/max) as a
   translucent cube, a side further out than WALL_SHOWN_M from the root drawn there.
-A marker that no longer applies is deleted (DELETE of its ns and id)."""
+A marker that no longer applies is deleted (DELETE of its ns and id).
+"""
 
 import numpy as np
 from geometry_msgs.msg import Point
@@ -103,7 +104,8 @@ class MarkerTopic:
             m.scale.x, m.scale.y, m.scale.z = 0.01, 0.02, 0.03  # shaft, head diameter, head
         else:
             m.scale.x = 0.005  # line width
-        m.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in (() if points is None else points)]
+        m.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b,
+                    c in (() if points is None else points)]
         return m
 
     def _delete(self, ns, k):

@@ -12,8 +12,8 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from dyn_control.controller.laws import first_non_finite
 from dyn_control.controller.goals import Request
+from dyn_control.controller.laws import first_non_finite
 from dyn_control.kinematics import matrix_quaternion, quaternion_matrix
 
 
@@ -95,7 +95,8 @@ class JointStateReader:
 
     def effort(self, msg):
         """The controlled joints' efforts (n,) of a message read() took, or None when it has
-        none, not one per name, or a non-finite one (the observer then takes the command)."""
+        none, not one per name, or a non-finite one (the observer then takes the command).
+        """
         effort = msg.effort
         if len(effort) != len(msg.name) or not math.isfinite(sum(effort)):
             return None
@@ -112,7 +113,8 @@ def doubles(values) -> array.array:
 
 def _in_place(msg, field, n):
     """Give msg's float64[] `field` n zeros and return a numpy view of the message's own array:
-    writing the view refills the message, with no message, array or setter call per tick."""
+    writing the view refills the message, with no message, array or setter call per tick.
+    """
     setattr(msg, field, doubles(np.zeros(n)))
     return np.frombuffer(getattr(msg, field))
 
@@ -178,7 +180,8 @@ def read_joint_command(msg, joint_names):
     """sensor_msgs/JointState effort command by name, as ros2_control's JointStateTopicSystem
     publishes it (every joint named, `effort` one per name for an effort arm) -> (n,) in
     `joint_names` order. BadMessage names an unknown or missing joint, efforts not one per
-    name, or a non-finite effort (the plugin sends NaN before any controller has written)."""
+    name, or a non-finite effort (the plugin sends NaN before any controller has written).
+    """
     names = list(msg.name)
     where = {name: i for i, name in enumerate(names)}
     unknown = [name for name in names if name not in set(joint_names)]
@@ -201,7 +204,8 @@ def trajectory_request(msg, source="topic", path_tolerance=(), goal_tolerance=()
                        goal_time_tolerance=0.0) -> Request:
     """trajectory_msgs/JointTrajectory (and a goal's tolerances) -> goals.Request, plain data;
     goals.trajectory_from_request checks it. Tolerances: sequences of control_msgs
-    JointTolerance (name, position, velocity, acceleration); goal_time_tolerance in s."""
+    JointTolerance (name, position, velocity, acceleration); goal_time_tolerance in s.
+    """
     points = tuple((to_seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
                    for p in msg.points)
     tolerances = [tuple((t.name, t.position, t.velocity, t.acceleration) for t in given)
@@ -212,7 +216,8 @@ def trajectory_request(msg, source="topic", path_tolerance=(), goal_tolerance=()
 
 def fill_point(point, t, *values):
     """A trajectory_msgs/JointTrajectoryPoint with time_from_start t (s) and values, one (n,)
-    array each, in the order positions, velocities, accelerations (those given)."""
+    array each, in the order positions, velocities, accelerations (those given).
+    """
     point.time_from_start = to_duration(max(t, 0.0))
     for field, value in zip(("positions", "velocities", "accelerations"), values):
         setattr(point, field, doubles(value))
@@ -222,7 +227,8 @@ def fill_point(point, t, *values):
 class ControllerStateWriter:
     """One control_msgs/JointTrajectoryControllerState (its class is passed in: control_msgs is
     optional), refilled in place: reference q_d, qd_d, qdd_d; feedback q, qd; error e, ed;
-    output: the effort (N m or N)."""
+    output: the effort (N m or N).
+    """
 
     def __init__(self, msg_class, names):
         self.msg = msg_class(joint_names=list(names))
@@ -258,7 +264,8 @@ def _base_frame(msg, what, root_link):
 def read_pose(msg, root_link, what="target_pose"):
     """geometry_msgs/PoseStamped in the root link's frame -> (R (3, 3), p (3,) m). BadMessage
     names the field and the value: another frame, a non-finite value, or a quaternion that is
-    zero or off unit length by more than 1e-3 (a slightly off one is normalized)."""
+    zero or off unit length by more than 1e-3 (a slightly off one is normalized).
+    """
     _base_frame(msg, what, root_link)
     pose = msg.pose
     p = _finite([pose.position.x, pose.position.y, pose.position.z], f"{what} position")
@@ -274,7 +281,8 @@ def read_pose(msg, root_link, what="target_pose"):
 def read_wrench(msg, what, root_link=None):
     """geometry_msgs/WrenchStamped -> (6,) [force N; moment N m]; BadMessage if non-finite,
     or, given root_link, in another frame than the root link's (base axes). Without it the
-    frame_id is the caller's to read (the simulator's: the link pushed)."""
+    frame_id is the caller's to read (the simulator's: the link pushed).
+    """
     if root_link is not None:
         _base_frame(msg, what, root_link)
     f, m = msg.wrench.force, msg.wrench.torque

@@ -1,7 +1,8 @@
 """Where a node's model comes from: the `robot_description` parameter (URDF text, as launch
 files pass it), else the `urdf_file` parameter (a path, .xacro works), else the
 /robot_description topic (std_msgs/String, transient local, as robot_state_publisher publishes
-it). A bad model stops the node with one line (StartupError)."""
+it). A bad model stops the node with one line (StartupError).
+"""
 
 import numpy as np
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -45,7 +46,8 @@ def build_chain(node, source):
 def configure_from_model(node):
     """node.configure(urdf_text) now from the parameters, or when /robot_description arrives
     (latched, robot_state_publisher's QoS). A StartupError from the topic path stops the node
-    through node.fatal, as one from the constructor does."""
+    through node.fatal, as one from the constructor does.
+    """
     source = model_text(node)
     if source is not None:
         node.configure(source)

@@ -1,6 +1,7 @@
 """A node's parameters from the tables of dyn_control.parameters: declaration with the start-up
 check, the reader the settings functions take, run-time changes (`ros2 param set`), and the QoS
-that `qos_reliability` names."""
+that `qos_reliability` names.
+"""
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -15,7 +16,8 @@ class StartupError(RuntimeError):
 def declare_parameters(node, params):
     """Declare every parameter of `params` (a dyn_control.parameters table, or the per-joint
     entries of one: Table.for_joints) and check the values given at start-up; StartupError
-    names a bad one and its value."""
+    names a bad one and its value.
+    """
     params = list(params)
     for p in params:  # a number's type is checked by the table, with a message that names it
         node.declare_parameter(p.name, p.default, ParameterDescriptor(
@@ -36,7 +38,8 @@ def parameter_reader(node, changes=None):
 def set_parameters_callback(node, table, apply):
     """Run-time changes (`ros2 param set`): refused with the reason when the table fixes the
     parameter or its check fails, or when apply(changes) raises ValueError; the old value
-    stays. apply takes the change to the node."""
+    stays. apply takes the change to the node.
+    """
     def on_set(params):
         changes = {p.name: p.value for p in params}
         fixed = [name for name in changes
@@ -63,12 +66,15 @@ def payload_summary(value):
     """One line for the log: the payload the parameters read by value(name) describe."""
     com = ", ".join(f"{float(c):g}" for c in value("payload_com"))
     inertia = ", ".join(f"{float(c):g}" for c in value("payload_inertia"))
-    return (f"payload {float(value('payload_mass')):g} kg on '{value('payload_link') or 'the tip link'}', "
+    return (f"payload {float(value('payload_mass')):g} kg on "
+            f"'{value('payload_link') or 'the tip link'}', "
             f"com [{com}] m, inertia [{inertia}] kg m^2")
 
 
 def reliability(node):
     """QoS for the loop's topics from the `qos_reliability` parameter (checked by the node's
-    table); depth 1: only the newest state or command matters."""
-    policies = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
+    table); depth 1: only the newest state or command matters.
+    """
+    policies = {"reliable": ReliabilityPolicy.RELIABLE,
+                "best_effort": ReliabilityPolicy.BEST_EFFORT}
     return QoSProfile(depth=1, reliability=policies[node.get_parameter("qos_reliability").value])

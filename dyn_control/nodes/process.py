@@ -1,6 +1,7 @@
 """How a node process starts, spins and stops: the executor, the signals (SIGINT and SIGTERM
 end it with exit code 0 at any moment) and bad configuration (one line naming the parameter and
-its value, exit code 1)."""
+its value, exit code 1).
+"""
 
 import gc
 import os
@@ -14,16 +15,16 @@ from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from dyn_control.parameters import EXECUTOR, Table
 from dyn_control.nodes.params import StartupError, declare_parameters
-
+from dyn_control.parameters import EXECUTOR, Table
 
 BUILDING = threading.Event()  # set while a node process is building its node (see run)
 
 
 def make_executor(node):
     """The rclpy executor named by the node's `executor` parameter (docs/benchmarks.md: measured),
-    declared here for a node without a parameter table."""
+    declared here for a node without a parameter table.
+    """
     if not node.has_parameter(EXECUTOR.name):
         declare_parameters(node, Table(EXECUTOR))
     return {"single_threaded": SingleThreadedExecutor,
@@ -39,7 +40,8 @@ def _end_after_grace(name, wakeup, stopped):
     stuck in C (a spin that does not return) or in a long callback never sees SIGINT or
     SIGTERM, and launch escalates to SIGKILL.
     The signal's number also arrives on `wakeup` (signal.set_wakeup_fd): allow the orderly
-    stop STOP_GRACE s, then end the process with code 0."""
+    stop STOP_GRACE s, then end the process with code 0.
+    """
     os.read(wakeup, 1)
     if not stopped.wait(STOP_GRACE):
         print(f"[{name}] did not stop within {STOP_GRACE} s of the signal: exiting",

@@ -3,11 +3,11 @@
 Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` order) and holds
 the last one, and ~/external_wrench (geometry_msgs/WrenchStamped: a push on the link named by
 frame_id, empty for the tip link, in base axes at the link's origin, until the next one; a zero
-wrench ends it; a stamp ahead of the simulated time holds it until then); publishes /joint_states (every chain joint: position, velocity, effort = applied
-torque) stamped with the simulation time, ~/applied_external_joint_torques (JointState: name and
-effort, the joint torques J^T w that the push applied over the step before the state, with the
-state's stamp) with each state while a push acts and once more when it ends (zeros), and /clock
-when publish_clock is true. The simulated
+wrench ends it; a stamp ahead of the simulated time holds it until then); publishes /joint_states
+(every chain joint: position, velocity, effort = applied torque) stamped with the simulation time,
+~/applied_external_joint_torques (JointState: name and effort, the joint torques J^T w that the push
+applied over the step before the state, with the state's stamp) with each state while a push acts
+and once more when it ends (zeros), and /clock when publish_clock is true. The simulated
 arm is dyn_control.sim.core; this node declares its parameters
 (dyn_control.parameters.SIMULATOR), runs the stepping thread and moves messages.
 
@@ -34,15 +34,20 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from dyn_control.model.chain import to_chain_order
-from dyn_control.parameters import SIMULATOR, payload_model
-from dyn_control.sim.core import SimulatorCore, simulator_settings
 from dyn_control.nodes import messages
 from dyn_control.nodes.diagnostics import log_events, publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, configure_from_model
-from dyn_control.nodes.params import (StartupError, declare_parameters, parameter_reader, reliability,
-                     set_parameters_callback)
+from dyn_control.nodes.params import (
+    StartupError,
+    declare_parameters,
+    parameter_reader,
+    reliability,
+    set_parameters_callback,
+)
 from dyn_control.nodes.process import run
 from dyn_control.nodes.stepper import Stepper
+from dyn_control.parameters import SIMULATOR, payload_model
+from dyn_control.sim.core import SimulatorCore, simulator_settings
 
 
 class DynamicsSimulator(Node):
@@ -82,7 +87,8 @@ class DynamicsSimulator(Node):
             raise StartupError(f"parameter {err}") from err
         self.publish_clock = bool(value("publish_clock"))
         self.state_msg = messages.JointStateWriter(chain.joint_names)
-        self.truth_msg, self.pushed = messages.JointStateWriter(chain.joint_names, ("effort",)), False
+        self.truth_msg = messages.JointStateWriter(chain.joint_names, ("effort",))
+        self.pushed = False
         # load (or on a first run compile) the step's kernel now, not in the first step
         SimulatorCore(chain, core.settings).sim.step(np.zeros(chain.n))
         self.core = core

@@ -1,5 +1,6 @@
 """dynamics_simulator's stepping thread: step the simulator core, publish when due, meet the
-controller synchronously or run free, and keep at most real_time_factor (see simulator.py)."""
+controller synchronously or run free, and keep at most real_time_factor (see simulator.py).
+"""
 
 import threading
 import time
@@ -9,7 +10,8 @@ import rclpy
 
 class Stepper:
     """Runs core.step in a thread of its own; `publish()` sends a state, and `answered` is set
-    by the node when a command comes (it wakes a synchronous wait)."""
+    by the node when a command comes (it wakes a synchronous wait).
+    """
 
     def __init__(self, node, core, publish, real_time_factor, sync_timeout):
         self.node, self.core, self.publish = node, core, publish

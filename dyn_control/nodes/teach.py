@@ -7,8 +7,8 @@ Without --replay: sets the controller's `mode` to teach (gravity and friction co
 light damping, the limits on), starts ~/teach/record, records for S seconds (default: until
 Enter), stops it (the rosbag2 folder's path is printed), sets `mode` back to --mode, and plays
 the recording back. With --replay BAG: the playback alone. The playback is a
-FollowJointTrajectory goal (dyn_control.controller.teach.replay_points: smoothed, thinned, led in from
-where the arm is) on the controller's ~/follow_joint_trajectory, checked against the limits as
+FollowJointTrajectory goal (dyn_control.controller.teach.replay_points: smoothed, thinned, led in
+from where the arm is) on the controller's ~/follow_joint_trajectory, checked against the limits as
 any goal is. Exit code 0 when the goal succeeded, 1 when it did not, 2 when a step failed (a
 service that does not answer, a bad recording), with one line saying which.
 """
@@ -29,14 +29,15 @@ TIMEOUT = 10.0  # s for a service's answer
 class TeachClient:
     """What the teach tool asks of one controller, over a node of the caller's: its `mode`, its
     ~/teach/record, its ~/follow_joint_trajectory; and what it hears: the latest joint state,
-    every one while `keep` is set (times, positions), and the controller's /diagnostics."""
+    every one while `keep` is set (times, positions), and the controller's /diagnostics.
+    """
 
     def __init__(self, node, controller="/computed_torque_controller"):
+        from diagnostic_msgs.msg import DiagnosticArray
         from rcl_interfaces.srv import SetParameters
         from rclpy.action import ActionClient
         from sensor_msgs.msg import JointState
         from std_srvs.srv import SetBool
-        from diagnostic_msgs.msg import DiagnosticArray
 
         from dyn_control.nodes import trajectory_action
         from dyn_control.nodes.diagnostics import read_diagnostics
@@ -81,7 +82,8 @@ class TeachClient:
     def wait_ready(self, timeout=120.0):
         """Until the controller reports on /diagnostics (it has its model, its kernels are
         compiled: before that its services wait behind the start-up); RuntimeError after
-        `timeout` s."""
+        `timeout` s.
+        """
         end = time.monotonic() + timeout
         while True:
             with self.lock:
@@ -106,7 +108,8 @@ class TeachClient:
 
     def record(self, on):
         """Start (True) or stop (False) the recording -> the answer's message (the bag's path
-        when stopped); RuntimeError when refused."""
+        when stopped); RuntimeError when refused.
+        """
         from std_srvs.srv import SetBool
         what = f"{self.controller}/teach/record"
         self._ready(self.record_client, what)
@@ -138,7 +141,8 @@ class TeachClient:
 
     def replay(self, path, timeout=None):
         """Play the recording at `path` back -> (result code name, error string, the goal's
-        points). RuntimeError when the action is not there or a bad recording."""
+        points). RuntimeError when the action is not there or a bad recording.
+        """
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
         from dyn_control.nodes import messages, trajectory_action

@@ -33,7 +33,8 @@ MISSING = ("control_msgs is not installed: ~/follow_joint_trajectory and ~/contr
 
 def request_from_goal(goal):
     """FollowJointTrajectory.Goal -> goals.Request; GoalRefused for multi-DOF joints, which
-    the chain has none of."""
+    the chain has none of.
+    """
     if goal.multi_dof_trajectory.joint_names:
         raise goals.GoalRefused(goals.INVALID_JOINTS, "multi_dof_trajectory names joints "
                                 f"{list(goal.multi_dof_trajectory.joint_names)}; the controller "
@@ -46,7 +47,9 @@ def request_from_goal(goal):
 class GoalPort(NamedTuple):
     """All the action server may do with the controller: offer a goal (goals.Request -> the
     core's Goal, whose outcome is the result), cancel one (-> whether it was running), and read
-    an active one's feedback (ControllerCore.feedback)."""
+    an active one's feedback (ControllerCore.feedback).
+    """
+
     offer: Callable
     cancel: Callable
     feedback: Callable
@@ -59,7 +62,8 @@ class TrajectoryAction:
     A goal runs without an execute callback waiting on it: rclpy's EventsExecutor polls a
     waiting task without pause, which takes the loop's CPU. So a goal stays ACCEPTED while the
     core runs it (a client sees no difference but the status), and `execute` is called once
-    its outcome is known, to hand the result over at once."""
+    its outcome is known, to hand the result over at once.
+    """
 
     def __init__(self, node, port, joint_names, monitor_rate):
         self.node, self.port, self.joint_names = node, port, list(joint_names)

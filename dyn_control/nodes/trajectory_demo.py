@@ -2,9 +2,9 @@
 
 Waits for the controller, then takes one /joint_states (the trajectory is centred there) and
 sends a quintic JointTrajectory (positions, velocities, accelerations) with header.stamp =
-0, "start now" (see dyn_control.controller.trajectory.sine_waypoints): as a FollowJointTrajectory goal, as
-MoveIt sends one, and logs its result; or, with `interface: topic` or without control_msgs, on
-the controller's ~/joint_trajectory topic. What it sent and the goal's result are on
+0, "start now" (see dyn_control.controller.trajectory.sine_waypoints): as a FollowJointTrajectory
+goal, as MoveIt sends one, and logs its result; or, with `interface: topic` or without control_msgs,
+on the controller's ~/joint_trajectory topic. What it sent and the goal's result are on
 /diagnostics too (status "trajectory_demo": message "waiting", "sent" or the result code;
 values points, duration_s, interface, and result and result_string once the goal ends).
 """
@@ -16,14 +16,14 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dyn_control.parameters import TRAJECTORY_DEMO
-from dyn_control.controller.watchdog import WAIT_SAY
 from dyn_control.controller.trajectory import demo_waypoints
+from dyn_control.controller.watchdog import WAIT_SAY
 from dyn_control.nodes import messages, trajectory_action
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, model_text
 from dyn_control.nodes.params import StartupError, declare_parameters
 from dyn_control.nodes.process import run
+from dyn_control.parameters import TRAJECTORY_DEMO
 
 CONTROLLER = "/computed_torque_controller"
 
@@ -82,7 +82,8 @@ class TrajectoryDemo(Node):
 
         Not before: an arm the controller does not hold yet moves (a payload it does not know
         sags it), and a trajectory centred on a state from before the wait would start away
-        from the arm."""
+        from the arm.
+        """
         if self.state_sub is not None or self.sent or not self.ready():
             return
         self._poll.cancel()

@@ -7,8 +7,9 @@ joint state, driven by plain calls with explicit time.
     core.published(now)                            # a state went out: deadline accounting
 
 `now` is the wall clock (s, steady): free running counts command_timeout on it, synchronous
-on simulated time; the real-time factor is simulated s per `now` s since the first command. The simulator node owns the thread, the pacing and the waiting for
-an answer. What a person should read goes to `events` as (level, text, throttle).
+on simulated time; the real-time factor is simulated s per `now` s since the first command. The
+simulator node owns the thread, the pacing and the waiting for an answer. What a person should read
+goes to `events` as (level, text, throttle).
 """
 
 import threading
@@ -23,7 +24,8 @@ from dyn_control.sim.simulation import Simulation, default_initial_positions, gr
 def simulator_settings(chain, value, order=None):
     """Settings for SimulatorCore from the simulator's parameters, read by value(name) (see
     dyn_control.parameters.SIMULATOR, whose checks the node has run); per-joint values in
-    `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter."""
+    `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter.
+    """
     joints = JointSettings(chain, value, order)
     q0 = joints.positions("initial_positions")
     if q0 is not None:
@@ -41,16 +43,16 @@ def simulator_settings(chain, value, order=None):
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")
     model, limits = payload_model(chain, value), joints.effort_limits()
-    return dict(
-        q0=default_initial_positions(model, limits) if q0 is None else q0, dt=dt,
-        integrator=value("integrator"), substeps=value("substeps"), limits=limits,
-        publish_every=max(1, int(round(1.0 / (value("publish_rate") * dt)))),
-        synchronous=bool(value("synchronous")), braked=bool(value("wait_for_command")),
-        command_timeout=value("command_timeout"),
-        model=model, arm_compensates_gravity=bool(value("arm_compensates_gravity")),
-        noise=np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
+    return {
+        "q0": default_initial_positions(model, limits) if q0 is None else q0, "dt": dt,
+        "integrator": value("integrator"), "substeps": value("substeps"), "limits": limits,
+        "publish_every": max(1, int(round(1.0 / (value("publish_rate") * dt)))),
+        "synchronous": bool(value("synchronous")), "braked": bool(value("wait_for_command")),
+        "command_timeout": value("command_timeout"),
+        "model": model, "arm_compensates_gravity": bool(value("arm_compensates_gravity")),
+        "noise": np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
                        dtype=float),
-        seed=int(value("noise.seed")))
+        "seed": int(value("noise.seed"))}
 
 
 class SimulatorCore(Events):
@@ -82,7 +84,8 @@ class SimulatorCore(Events):
 
     def measured(self):
         """(q, qd, effort) as the arm's sensors give them: the true state and applied effort,
-        with the noise the parameters ask for (the same arrays when there is none)."""
+        with the noise the parameters ask for (the same arrays when there is none).
+        """
         sim = self.sim
         true = (sim.q, sim.qd, sim.effort)
         if not self.noise.any():
@@ -98,7 +101,8 @@ class SimulatorCore(Events):
         """An external wrench (6,) [force N; moment N m], base axes, on `link`'s origin (""
         the tip link) from the next step on, or from the simulated time `at` (s) when that is
         still to come (a wrench stamped ahead: a scenario keeps its times whatever the load on
-        whoever sent it); zero ends it. ValueError names a bad link."""
+        whoever sent it); zero ends it. ValueError names a bad link.
+        """
         self.chain.frame(link or self.chain.tip_link)  # a bad link is refused now, not later
         if at is not None and at > self.sim.t:
             with self.lock:
@@ -133,7 +137,8 @@ class SimulatorCore(Events):
 
     def step(self, now):
         """One dt: braked, or under the last command (zero after command_timeout), with the
-        pushes due by now. Returns whether a state is due now (every publish_every steps)."""
+        pushes due by now. Returns whether a state is due now (every publish_every steps).
+        """
         self._check_command_timeout(now)
         while self.scheduled and self.scheduled[0][0] <= self.sim.t + 0.5 * self.sim.dt:
             with self.lock:
@@ -193,7 +198,8 @@ class SimulatorCore(Events):
 
     def deadline_report(self, now):
         """States published since the first command, how many got no new command in time, and
-        the real-time factor achieved."""
+        the real-time factor achieved.
+        """
         share = 100.0 * (1 - self.missed / self.states) if self.states else 100.0
         rtf = self.real_time_factor(now)
         return (f"deadlines: {self.states} states, {self.missed} missed (no new command "

@@ -26,7 +26,7 @@ Why this scheme:
 them, as a real arm's physics runs between two commands. The passive split above is first
 order in the step: damping acts on the end velocity, and the RK4 stages see velocities friction
 has not slowed yet. A simulated "real arm" whose recorded torques are fitted to the continuous
-model (identification, issue 31) needs that error below what the fit can see: with issue 31's
+model (identification) needs that error below what the fit can see: with the identification tests'
 damping and friction on the default arm, one step per 1 ms put the identified URDF at 6x to 8x
 the true URDF's tracking error, ten at 1.1x to 1.3x (docs/identification.md).
 
@@ -56,7 +56,8 @@ HOLD_SHARE = 0.8  # of a joint's effort limit, at most, that a start pose found 
 def gravity_overloads(chain, q, limits=None):
     """One line for each joint whose effort limit cannot hold the arm at q against gravity
     (limits: (n,) N m or N, default the URDF's): there the arm sags from the first command,
-    into its stops, and the stop's torque would read as a collision."""
+    into its stops, and the stop's torque would read as a collision.
+    """
     limits = effort_limits(chain) if limits is None else np.asarray(limits, float)
     g = gravity_torques(chain, q)
     unit = ["N" if kind == "prismatic" else "N m" for kind in (j.type for j in chain.joints)]
@@ -74,7 +75,8 @@ def holdable_pose(chain, q, limits, share=HOLD_SHARE, samples=73):
     """q, or where the effort limits cannot hold it against gravity, the pose nearest it that
     needs at most `share` of every limit: the overloaded joints from the root out, each set to
     the value of its range (a turn where unlimited) that needs least, nearest q among those
-    under share. Returns q itself when it can be held, or the best pose found."""
+    under share. Returns q itself when it can be held, or the best pose found.
+    """
     q = np.array(q, dtype=float)
     if _load(chain, q, limits) <= 1.0:
         return q
@@ -104,7 +106,8 @@ def zero_pose(chain):
     """Zeros, or the middle of the position limits where zero lies outside them; a zero within
     START_ROOM of the range from a limit is moved that far inside it (the Panda's joint 6 has
     0.0175 rad below zero, Baxter's left_e1 0.05: a start at the stop leaves a motion about it
-    no room on that side, and the first sag lands on the stop)."""
+    no room on that side, and the first sag lands on the stop).
+    """
     low, high = chain.position_min, chain.position_max
     outside = (low > 0) | (high < 0)  # (then both are finite)
     with np.errstate(invalid="ignore"):  # -inf + inf where unlimited, not chosen
@@ -117,7 +120,8 @@ def zero_pose(chain):
 def default_initial_positions(chain, limits=None):
     """zero_pose, or where the effort limits (default the URDF's) cannot hold it against
     gravity, the nearest pose they can (holdable_pose: Baxter's left_s1 needs 56 N m at zero
-    against 50)."""
+    against 50).
+    """
     limits = effort_limits(chain) if limits is None else limits
     return holdable_pose(chain, zero_pose(chain), limits)
 
@@ -192,10 +196,12 @@ class Simulation:
     def push(self, wrench, link=None):
         """From the next step on, until the next push: the wrench (6,) [force N; moment N m],
         base axes, applied at the origin of `link` (default: the tip link; any link the chain
-        moves). A zero wrench ends the push. ValueError names a bad link or value."""
+        moves). A zero wrench ends the push. ValueError names a bad link or value.
+        """
         wrench = np.array(wrench, dtype=float).reshape(-1)
         if wrench.shape != (6,) or not np.all(np.isfinite(wrench)):
-            raise ValueError(f"a push is 6 finite values (force N, moment N m), got {wrench.tolist()}")
+            raise ValueError("a push is 6 finite values (force N, moment N m), "
+                             f"got {wrench.tolist()}")
         link = link or self.chain.tip_link
         self.chain.frame(link)
         self.external = (link, wrench) if np.any(wrench) else None
