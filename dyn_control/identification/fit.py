@@ -20,6 +20,7 @@ from dyn_control.kernels import regressor as kernel
 INERTIAL = 10  # parameters per body
 FRICTION = ("viscous", "coulomb", "offset")  # columns per joint, after the inertial ones
 NAMES = ("m", "mx", "my", "mz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
+TIE = 1e-9  # pivoted_qr: column norms this close (relative, squared) are a tie
 
 
 def regressor(chain, q, qd, qdd, friction=True):
@@ -63,13 +64,22 @@ def pivoted_qr(W):
     (each step takes the remaining column of largest norm, as LAPACK's geqp3), orthogonalized
     twice: W[:, order] = Q R. The rank counts the steps whose column norm is above
     max(m, c) eps times the first, as numpy's matrix_rank counts singular values.
+
+    Among columns whose norms tie, to TIE relative, the last of W's is taken: a regressor's
+    do tie exactly (a body's ixx, iyy and izz columns, once those taken before are removed),
+    and left to argmax, the rounding of the BLAS in use chose among them, so the base
+    parameters, the excitation optimized for them and all identified from it changed with
+    the machine's OpenBLAS kernel (OPENBLAS_CORETYPE). Any rule among ties gives valid base
+    parameters; this one is fixed so that every machine identifies alike.
     """
     A = np.array(W, dtype=float)
     m, c = A.shape
     order, R, Q = np.arange(c), np.zeros((min(m, c), c)), np.zeros((m, min(m, c)))
     first = None
     for k in range(min(m, c)):
-        j = k + int(np.argmax(np.einsum("ij,ij->j", A[:, k:], A[:, k:])))
+        norms = np.einsum("ij,ij->j", A[:, k:], A[:, k:])
+        tied = np.flatnonzero(norms >= (1.0 - TIE) * norms.max())
+        j = k + int(tied[np.argmax(order[k + tied])])
         A[:, [k, j]], R[:, [k, j]], order[[k, j]] = A[:, [j, k]], R[:, [j, k]], order[[j, k]]
         v = A[:, k] - Q[:, :k] @ (Q[:, :k].T @ A[:, k])  # the second pass
         r = np.linalg.norm(v)
