@@ -30,10 +30,11 @@ import pinocchio as pin
 from scipy.optimize import curve_fit
 
 from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
-from dyn_control.controller.laws import effort_limits, trajectory_violation
+from dyn_control.controller.laws import trajectory_violation
 from dyn_control.controller.trajectory import Trajectory, sine_waypoints
 from dyn_control.kernels import newton_euler
 from dyn_control.kinematics import frame_pose_and_jacobian
+from dyn_control.model.chain import effort_limits
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
 from examples import random_chain_urdf  # noqa: E402  (the tests' random chains)

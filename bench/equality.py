@@ -39,13 +39,17 @@ TREES = {  # as test_trees.py: path under the robots folder, controlled joints
 
 def module(name, before):
     """The package's module `name`, or `before`, its name in a revision before the library was
-    grouped by job: one script compares both sides.
+    grouped by job: one script compares both sides. Looked for in the imported package's own
+    folder: an editable install's finder would import a missing one from the working tree.
     """
     import importlib
-    try:
-        return importlib.import_module(f"dyn_control.{name}")
-    except ModuleNotFoundError:
-        return importlib.import_module(f"dyn_control.{before}")
+
+    import dyn_control
+    root = pathlib.Path(dyn_control.__file__).parent
+    found = name if (root / f"{name.replace('.', '/')}.py").is_file() else before
+    loaded = importlib.import_module(f"dyn_control.{found}")
+    assert pathlib.Path(loaded.__file__).is_relative_to(root), (loaded.__file__, root)
+    return loaded
 
 
 def models():
@@ -76,10 +80,11 @@ def outputs(chain, rng):
     from dyn_control import dynamics, kinematics
     CartesianLaw = module("controller.cartesian", "cartesian").CartesianLaw
     laws = module("controller.laws", "control")
-    MODES, ControlLaw, effort_limits = laws.MODES, laws.ControlLaw, laws.effort_limits
+    MODES, ControlLaw = laws.MODES, laws.ControlLaw
+    effort_limits = module("model.chain", "control").effort_limits
     simulation = module("sim.simulation", "simulation")
-    Simulation, default_initial_positions = (simulation.Simulation,
-                                             simulation.default_initial_positions)
+    Simulation = simulation.Simulation
+    default_initial_positions = module("poses", "simulation").default_initial_positions
 
     n, out = chain.n, {}
     q, qd, qdd, tau = rng.uniform(-1, 1, (4, n))
@@ -159,8 +164,8 @@ def ticks(chain, rng):
     controller_core = module("controller.core", "controller_core")
     Request = module("controller.goals", "goals").Request
     simulation = module("sim.simulation", "simulation")
-    Simulation, default_initial_positions = (simulation.Simulation,
-                                             simulation.default_initial_positions)
+    Simulation = simulation.Simulation
+    default_initial_positions = module("poses", "simulation").default_initial_positions
 
     out = {}
     for mode in ("computed_torque", "feedforward", "gravity_pd", "cartesian_impedance"):

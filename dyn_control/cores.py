@@ -7,8 +7,8 @@ from collections import deque
 
 import numpy as np
 
-from dyn_control.controller.laws import effort_limits, gain_vector
-from dyn_control.model.chain import to_chain_order
+from dyn_control.controller.laws import gain_vector
+from dyn_control.model.chain import effort_limits, to_chain_order
 from dyn_control.parameters import unset
 
 REPORT_EVERY = 5.0  # s of the core's time (state or simulated) between two figure reports

@@ -22,13 +22,9 @@ import warnings
 import numpy as np
 
 from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain
-from dyn_control.sim.simulation import (
-    DEFAULT_DT,
-    default_initial_positions,
-    gravity_overloads,
-    stiff_joints,
-    zero_pose,
-)
+from dyn_control.parameters import DEFAULT_DT
+from dyn_control.poses import default_initial_positions, gravity_overloads, zero_pose
+from dyn_control.sim.simulation import stiff_joints
 
 
 def _num(x):

@@ -18,9 +18,9 @@ import numpy as np
 
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import newton_euler
+from dyn_control.kernels.newton_euler import NO_WRENCH
 from dyn_control.model.layout import with_gravity
 
-_ZERO6 = np.zeros(6)
 _ZERO3 = np.zeros(3)
 _inverse_dynamics = newton_euler.inverse_dynamics  # one attribute lookup fewer a call
 _F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
@@ -79,9 +79,9 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call:
         tau = np.empty(chain.vector_shape)  # no conversion, no gravity or wrench to build
         args = chain.workspace().args
-        _inverse_dynamics(*args, q, qd, qdd, _ZERO6, tau)
+        _inverse_dynamics(*args, q, qd, qdd, NO_WRENCH, tau)
         return tau
-    f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
+    f = NO_WRENCH if f_tip is None else chain.wrench_at_last_body(f_tip)
     model = _model(chain, gravity)
     if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
         shape = (len(q), chain.n)
@@ -130,7 +130,7 @@ def forward_dynamics(chain, q, qd, tau, gravity=None, f_tip=None):
     """Joint accelerations qdd (n,) = M(q)^-1 (tau - bias), by a Cholesky solve (M by the
     composite-rigid-body pass).
     """
-    f = _ZERO6 if f_tip is None else chain.wrench_at_last_body(f_tip)
+    f = NO_WRENCH if f_tip is None else chain.wrench_at_last_body(f_tip)
     qdd = np.empty(chain.n)
     mass.forward_dynamics(*_model(chain, gravity), *chain.workspace().arrays,
                           *_vectors(chain, q, qd, tau, "tau"), f, qdd)

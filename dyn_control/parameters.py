@@ -11,23 +11,36 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from dyn_control.controller import barriers
-from dyn_control.controller.cartesian import (
-    CARTESIAN_IMPEDANCE,
-    DEFAULT_MAX_POSE_ERROR,
-    DEFAULT_NULLSPACE_STIFFNESS,
-    DEFAULT_STIFFNESS,
-)
-from dyn_control.controller.laws import (
-    DEFAULT_FRICTION_DEADBAND,
-    DEFAULT_INTEGRAL_LIMIT,
-    DEFAULT_KP,
-    DEFAULT_PERIOD,
-    EFFORT_RISE,
-    MODES,
-    TEACH,
-)
-from dyn_control.sim.simulation import DEFAULT_DT, INTEGRATORS
+# The controller's modes and the defaults the tables show, in one place: the laws, the barriers
+# and the simulator take theirs from here.
+MODES = ("computed_torque", "feedforward", "gravity_pd")  # the joint-space laws (controller.laws)
+TEACH = "teach"  # the controller mode of TeachLaw
+CARTESIAN_IMPEDANCE = "cartesian_impedance"  # the controller mode of CartesianLaw
+DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
+DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
+DEFAULT_PERIOD = 1e-3  # s, the control period the damping compensation assumes (1 kHz)
+# rad s. Ki * integral_limit bounds the acceleration the integral can ask for: 800 rad/s^2 at
+# w = 20 rad/s (Ki = 8000), far above a payload's few tens, yet bounded when a joint is blocked.
+DEFAULT_INTEGRAL_LIMIT = 0.1
+# s: the default rate limit brings in the arm's largest effort in this long, on every joint of
+# that kind (revolute or prismatic): Franka's limit, 1000 N m/s on all seven joints, is its 87
+# N m over it. Per joint, each limit over it, a 3 N m wrist took 60 ms to flip its 1 N m of
+# Coulomb compensation at a reversal (Tiago++: 3e-3 rad off); and 1000 N m/s on a UR10, its
+# gravity ramped in from zero at start, sagged 0.08 rad before the command held it.
+EFFORT_RISE = 0.087
+DEFAULT_CARTESIAN_STIFFNESS = (500.0, 500.0, 500.0, 30.0, 30.0, 30.0)  # N/m (x, y, z), N m/rad
+DEFAULT_MAX_POSE_ERROR = (0.1, 0.5)  # m, rad
+DEFAULT_NULLSPACE_STIFFNESS = 10.0  # N m/rad
+DEFAULT_MARGIN_SHARE = 0.1  # of each joint's range: the simulator starts at least this far in
+DEFAULT_MARGIN_MAX = 0.2  # rad or m: the default margin on a wide joint
+DEFAULT_BARRIER_STIFFNESS = 1000.0  # 1/s^2: about 32 rad/s at the margin's edge
+DEFAULT_VELOCITY_FRACTION = 0.8
+DEFAULT_VELOCITY_DAMPING = 50.0  # 1/s at the middle of the band
+DEFAULT_WALL_MARGIN = 0.05  # m
+DEFAULT_WALL_STIFFNESS = 1000.0  # N/m
+DEFAULT_WALL_DAMPING = 50.0  # N s/m
+INTEGRATORS = ("rk4", "semi_implicit_euler")  # the simulator's
+DEFAULT_DT = 1e-3  # s, the simulator's step
 
 EXECUTORS = ("single_threaded", "multi_threaded", "events")
 
@@ -231,7 +244,8 @@ CARTESIAN = (
           "nullspace (both hands of a tree); their topics are `~/<link>/target_pose`, "
           "`~/<link>/target_wrench` and `~/<link>/current_pose`; overrides `ee_link`",
           run_time=False, shown_default="unset = `ee_link` alone"),
-    Param("cartesian_stiffness", list(DEFAULT_STIFFNESS), "K: x, y, z in N/m, then rx, ry, rz "
+    Param("cartesian_stiffness", list(DEFAULT_CARTESIAN_STIFFNESS),
+          "K: x, y, z in N/m, then rx, ry, rz "
           "in N·m/rad (base axes), or a scalar for all six; with `ee_links`, a scalar, 6 for "
           "all or 6 per link", any_type=True),
     Param("cartesian_damping", None, "D, 6 values as K; unset: critical, 2√K with "
@@ -292,29 +306,29 @@ LIMITS = (
           "limits (over them: a fault, the arm holds), walls around each ee_link"),
     Param("limits.position_margin", None, "rad or m, a scalar or one per joint: the barrier "
           "acts within it of each URDF position limit; at most half the range", any_type=True,
-          number=True, shown_default=f"unset = {barriers.DEFAULT_MARGIN_SHARE:g} of the range, "
-          f"at most {barriers.DEFAULT_MARGIN_MAX:g}"),
-    Param("limits.position_stiffness", barriers.DEFAULT_STIFFNESS, "1/s², a scalar or one per "
+          number=True, shown_default=f"unset = {DEFAULT_MARGIN_SHARE:g} of the range, "
+          f"at most {DEFAULT_MARGIN_MAX:g}"),
+    Param("limits.position_stiffness", DEFAULT_BARRIER_STIFFNESS, "1/s², a scalar or one per "
           "joint: the barrier's stiffness at the margin's edge, times each joint's inertia",
           any_type=True),
     Param("limits.position_damping", None, "1/s, a scalar or one per joint: the barrier's "
           "damping inside the margin, both ways (a joint that came in fast is not thrown "
           "back out)", any_type=True, number=True,
           shown_default="unset = 2√stiffness"),
-    Param("limits.velocity_fraction", barriers.DEFAULT_VELOCITY_FRACTION, "of each URDF "
+    Param("limits.velocity_fraction", DEFAULT_VELOCITY_FRACTION, "of each URDF "
           "velocity limit, where the velocity damping begins", low=0.0, high=1.0,
           open_low=True),
-    Param("limits.velocity_damping", barriers.DEFAULT_VELOCITY_DAMPING, "1/s, times each "
+    Param("limits.velocity_damping", DEFAULT_VELOCITY_DAMPING, "1/s, times each "
           "joint's inertia, halfway from the fraction to the limit", low=0.0),
     Param("limits.workspace_min", [], "m, base frame: the walls' lower corner (x, y, z), or 3 "
           "per ee_link; empty = no wall", any_type=True, number=True, shown_default="[] = none"),
     Param("limits.workspace_max", [], "m: the walls' upper corner, as `limits.workspace_min`",
           any_type=True, number=True, shown_default="[] = none"),
-    Param("limits.workspace_margin", barriers.DEFAULT_WALL_MARGIN, "m: the walls' barrier acts "
+    Param("limits.workspace_margin", DEFAULT_WALL_MARGIN, "m: the walls' barrier acts "
           "within it", low=0.0, open_low=True),
-    Param("limits.workspace_stiffness", barriers.DEFAULT_WALL_STIFFNESS, "N/m at the walls' "
+    Param("limits.workspace_stiffness", DEFAULT_WALL_STIFFNESS, "N/m at the walls' "
           "margin edge", low=0.0),
-    Param("limits.workspace_damping", barriers.DEFAULT_WALL_DAMPING, "N·s/m of motion toward a "
+    Param("limits.workspace_damping", DEFAULT_WALL_DAMPING, "N·s/m of motion toward a "
           "wall", low=0.0),
 )
 

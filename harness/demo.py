@@ -125,7 +125,7 @@ def check_task(arm, mode, tip=None, joints=None):
     from dyn_control.controller.observer import SINGULAR_VALUE
     from dyn_control.kinematics import frame_jacobian
     from dyn_control.model.chain import load_chain
-    from dyn_control.sim.simulation import default_initial_positions
+    from dyn_control.poses import default_initial_positions
 
     from .bimanual import arm_ee_links
     if mode not in ("cartesian", "cartesian_impedance", "contact"):
@@ -167,7 +167,7 @@ def main(argv=None):
     parser.add_argument("--view-port", type=int, default=None,
                         help="serve the live 3D view on this port (make demo VIEW=1)")
     args = parser.parse_args(argv)
-    from dyn_control.controller.laws import MODES
+    from dyn_control.parameters import MODES
     modes = (*MODES, "cartesian", "cartesian_impedance", "contact")  # the controller's, the demos'
     if args.mode is not None and args.mode not in modes:
         print(f"make demo: MODE={args.mode} is not one of {', '.join(modes)}", file=sys.stderr)

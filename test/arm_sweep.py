@@ -9,8 +9,9 @@ import numpy as np
 from conftest import robots_dir
 
 from dyn_control import URDFError, load_chain
-from dyn_control.controller.laws import ControlLaw, effort_limits
+from dyn_control.controller.laws import ControlLaw
 from dyn_control.controller.trajectory import Trajectory
+from dyn_control.model.chain import effort_limits
 from dyn_control.sim.simulation import Simulation
 
 

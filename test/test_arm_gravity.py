@@ -17,7 +17,8 @@ from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
 from dyn_control.controller.settings import controller_settings
 from dyn_control.parameters import CONTROLLER
-from dyn_control.sim.simulation import Simulation, default_initial_positions
+from dyn_control.poses import default_initial_positions
+from dyn_control.sim.simulation import Simulation
 
 ARMS = ("default_arm",) + REAL[:4]
 

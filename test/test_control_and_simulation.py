@@ -27,10 +27,10 @@ from dyn_control.controller.laws import (
     check_mode,
     control_torque,
     critical_damping,
-    effort_limits,
     gain_vector,
     saturate,
 )
+from dyn_control.model.chain import effort_limits
 from dyn_control.sim.simulation import Simulation
 
 Q0 = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])

@@ -21,8 +21,9 @@ from conftest import table_values
 
 from dyn_control import kinematics
 from dyn_control.controller.core import ControllerCore
-from dyn_control.controller.laws import at_limit, effort_limits
+from dyn_control.controller.laws import at_limit
 from dyn_control.controller.settings import controller_settings
+from dyn_control.model.chain import effort_limits
 from dyn_control.parameters import CONTROLLER
 from dyn_control.sim.simulation import Simulation
 

@@ -118,7 +118,7 @@ def test_a_zero_pose_the_effort_limits_cannot_hold_is_said_with_the_joint_torque
     from conftest import robots_dir
 
     from dyn_control import gravity_torques, load_chain
-    from dyn_control.sim.simulation import HOLD_SHARE, default_initial_positions
+    from dyn_control.poses import HOLD_SHARE, default_initial_positions
     path = robots_dir() / "baxter_description/urdf/baxter.urdf"
     out = run(path, "--tip", "left_gripper_base_link")
     assert out.returncode == 0, out.stderr

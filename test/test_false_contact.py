@@ -16,12 +16,11 @@ from conftest import robots_dir, table_values
 from test_urdf_files import real_arms
 
 from dyn_control import load_chain
-from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
 from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
 from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.trajectory import demo_waypoints
-from dyn_control.parameters import CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
+from dyn_control.parameters import CARTESIAN_IMPEDANCE, CONTROLLER, SIMULATOR, TRAJECTORY_DEMO
 from dyn_control.sim.core import SimulatorCore, simulator_settings
 
 SWEEP_SECONDS = 4.0  # make sweep's duration

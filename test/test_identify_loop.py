@@ -13,7 +13,7 @@ from test_identification import track
 from dyn_control import load_chain
 from dyn_control.identification.excitation import optimize
 from dyn_control.identification.fit import BaseParameters, identified_urdf, parameters, perturbed
-from dyn_control.sim.simulation import default_initial_positions
+from dyn_control.poses import default_initial_positions
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness.identify import run  # noqa: E402

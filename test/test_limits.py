@@ -16,12 +16,16 @@ from conftest import DEFAULT_ARM, robots_dir, table_values
 
 from dyn_control import dynamics, kinematics, load_chain
 from dyn_control.controller import barriers, teach
-from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
 from dyn_control.controller.core import ControllerCore
 from dyn_control.controller.goals import Request
-from dyn_control.controller.laws import TEACH
 from dyn_control.controller.settings import controller_settings
-from dyn_control.parameters import CONTROLLER, SIMULATOR
+from dyn_control.parameters import (
+    CARTESIAN_IMPEDANCE,
+    CONTROLLER,
+    DEFAULT_VELOCITY_FRACTION,
+    SIMULATOR,
+    TEACH,
+)
 from dyn_control.sim.core import SimulatorCore, simulator_settings
 
 DT = 1e-3
@@ -141,7 +145,7 @@ def test_the_demo_trajectory_keeps_out_of_the_barriers(rel):
     # qd, what a barrier looks at) enters the default margins, nor |qd| the velocity damping's
     # band, so the demo shows the tracking, not the guard; and every joint moves
     from dyn_control.controller.trajectory import demo_waypoints
-    from dyn_control.sim.simulation import default_initial_positions
+    from dyn_control.poses import default_initial_positions
     chain = arm(rel)
     _, q, qd, _ = demo_waypoints(chain, default_initial_positions(chain))
     rooms = np.array([barriers.room(qk, chain.position_min, chain.position_max)
@@ -149,7 +153,7 @@ def test_the_demo_trajectory_keeps_out_of_the_barriers(rel):
     margins = barriers.default_margins(chain)
     assert np.all(rooms.min(axis=0) > margins), rooms.min(axis=0) - margins
     from dyn_control.model.chain import as_limit
-    band = barriers.DEFAULT_VELOCITY_FRACTION * as_limit(chain.velocity_limits)
+    band = DEFAULT_VELOCITY_FRACTION * as_limit(chain.velocity_limits)
     assert np.all(np.abs(qd).max(axis=0) < band), np.abs(qd).max(axis=0) / band
     assert np.ptp(q, axis=0).min() > 0.05
 
@@ -335,7 +339,7 @@ def test_the_default_rate_limit_is_frankas_on_the_panda_and_one_per_kind_on_a_tr
     # libfranka's kMaxTorqueRate: 1000 N m/s on every joint of the Panda (its largest effort
     # limit, 87 N m, over EFFORT_RISE); on Tiago++ the torso's lift (prismatic, 2000 N) gets
     # its own, and every arm joint the arms' largest (43 N m), its 3 N m wrist too
-    from dyn_control.controller.laws import EFFORT_RISE
+    from dyn_control.parameters import EFFORT_RISE
     panda = controller_settings(arm(REAL[1]), table_values(CONTROLLER))
     np.testing.assert_allclose(panda.max_effort_rate, 1000.0, rtol=1e-12)
     joints = ["torso_lift_joint", *(f"arm_{side}_{k}_joint" for side in ("left", "right")

@@ -27,7 +27,7 @@ from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
 from dyn_control.nodes.params import StartupError  # noqa: E402
 from dyn_control.nodes.simulator import DynamicsSimulator  # noqa: E402
 from dyn_control.nodes.trajectory_demo import CONTROLLER, TrajectoryDemo  # noqa: E402
-from dyn_control.sim.simulation import default_initial_positions  # noqa: E402
+from dyn_control.poses import default_initial_positions  # noqa: E402
 from harness.processes import executable, ros_args  # noqa: E402
 
 DOMAIN = 61

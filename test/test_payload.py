@@ -112,8 +112,9 @@ BENT = np.array([0.0, 0.6, 0.0, -0.9, 0.0, 0.6, 0.0])
 def loop():
     from conftest import URDF_DIR
 
-    from dyn_control.controller.laws import ControlLaw, effort_limits
+    from dyn_control.controller.laws import ControlLaw
     from dyn_control.controller.trajectory import Trajectory, sine_waypoints
+    from dyn_control.model.chain import effort_limits
     from dyn_control.sim.simulation import Simulation
     chain = load_chain(URDF_DIR / "default_arm.urdf")
     heavy = chain.with_payload(1.5, (0.0, 0.0, 0.1))
@@ -226,8 +227,9 @@ def _parsed(message):
 def test_trajectory_check_finds_the_first_sample_over_a_limit():
     from conftest import URDF_DIR
 
-    from dyn_control.controller.laws import effort_limits, trajectory_violation
+    from dyn_control.controller.laws import trajectory_violation
     from dyn_control.controller.trajectory import Trajectory, sine_waypoints
+    from dyn_control.model.chain import effort_limits
     chain = load_chain(URDF_DIR / "default_arm.urdf").with_payload(1.5, (0.0, 0.0, 0.1))
     zero = np.zeros(chain.n)
     times, q, qd, qdd = sine_waypoints(BENT, chain.lower, chain.upper, MOVE, frequency=0.3)
@@ -250,9 +252,10 @@ def test_the_demo_trajectory_passes_the_check_on_every_arm(rel):
     """trajectory_demo's sines (demo_waypoints, as the node makes them) are accepted by the
     controller's default check (reject) on each arm with its own limits.
     """
-    from dyn_control.controller.laws import effort_limits, trajectory_violation
+    from dyn_control.controller.laws import trajectory_violation
     from dyn_control.controller.trajectory import Trajectory, demo_waypoints
-    from dyn_control.sim.simulation import default_initial_positions
+    from dyn_control.model.chain import effort_limits
+    from dyn_control.poses import default_initial_positions
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
     waypoints = demo_waypoints(chain, q0)
@@ -267,9 +270,10 @@ def test_trajectory_check_agrees_with_the_reference_on_every_arm(rel):
     a limit (kinova: 0.6465 rad/s on j2s6s200_joint_3 against 0.628), else accepted; a URDF
     velocity of 0 (the double pendulums) is no limit.
     """
-    from dyn_control.controller.laws import effort_limits, trajectory_violation
+    from dyn_control.controller.laws import trajectory_violation
     from dyn_control.controller.trajectory import Trajectory, sine_waypoints
-    from dyn_control.sim.simulation import default_initial_positions
+    from dyn_control.model.chain import effort_limits
+    from dyn_control.poses import default_initial_positions
     chain = load_arm(rel)
     q0, zero = default_initial_positions(chain), np.zeros(chain.n)
     trajectory = Trajectory(0.0, (q0, zero, zero), *sine_waypoints(q0, chain.lower, chain.upper))

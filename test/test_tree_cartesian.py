@@ -15,8 +15,8 @@ from conftest import URDF_DIR, table_values
 
 from dyn_control import kinematics, load_chain
 from dyn_control.controller.core import ControllerCore
-from dyn_control.controller.laws import effort_limits
 from dyn_control.controller.settings import controller_settings
+from dyn_control.model.chain import effort_limits
 from dyn_control.parameters import CONTROLLER
 from dyn_control.sim.simulation import Simulation
 

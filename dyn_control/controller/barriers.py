@@ -47,15 +47,11 @@ from dyn_control.kernels.frames import (
     frame_placement,
     kinematics,
 )
+from dyn_control.parameters import (
+    DEFAULT_MARGIN_MAX,
+    DEFAULT_MARGIN_SHARE,
+)
 
-DEFAULT_MARGIN_SHARE = 0.1  # of each joint's range: the simulator starts at least this far in
-DEFAULT_MARGIN_MAX = 0.2  # rad or m: the default margin on a wide joint
-DEFAULT_STIFFNESS = 1000.0  # 1/s^2: about 32 rad/s at the margin's edge
-DEFAULT_VELOCITY_FRACTION = 0.8
-DEFAULT_VELOCITY_DAMPING = 50.0  # 1/s at the middle of the band
-DEFAULT_WALL_MARGIN = 0.05  # m
-DEFAULT_WALL_STIFFNESS = 1000.0  # N/m
-DEFAULT_WALL_DAMPING = 50.0  # N s/m
 RECOVERY_TIME = 1.0  # s: a joint that starts inside its margin gets the whole margin back in this
 HEADWAY = 0.15  # s: the barriers act on where a joint (a hand) will be this long ahead
 

@@ -36,7 +36,13 @@ import math
 
 import numpy as np
 
-from dyn_control.controller.laws import gain_vector, saturate
+from dyn_control.controller.laws import (
+    friction_share,
+    gain_vector,
+    implicit_damping,
+    saturate,
+    wrapped,
+)
 from dyn_control.dynamics import mass_matrix
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import views
@@ -57,16 +63,16 @@ from dyn_control.kernels.linalg import (
     operational_space,
     symmetric_eigen,
 )
-from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import rotation_log
 from dyn_control.kinematics import SINGULARITY_DAMPING
 from dyn_control.kinematics import frame_jacobian as link_jacobian
 from dyn_control.model.layout import Data
-
-CARTESIAN_IMPEDANCE = "cartesian_impedance"  # the controller mode that runs this law
-DEFAULT_STIFFNESS = (500.0, 500.0, 500.0, 30.0, 30.0, 30.0)  # N/m (x, y, z), N m/rad
-DEFAULT_MAX_POSE_ERROR = (0.1, 0.5)  # m, rad
-DEFAULT_NULLSPACE_STIFFNESS = 10.0  # N m/rad
+from dyn_control.parameters import DEFAULT_CARTESIAN_STIFFNESS as DEFAULT_STIFFNESS
+from dyn_control.parameters import (
+    DEFAULT_MAX_POSE_ERROR,
+    DEFAULT_NULLSPACE_STIFFNESS,
+)
 
 
 @jit
@@ -124,7 +130,6 @@ def pose_error(R, p, R_d, p_d, max_error):
     return e
 
 
-_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
@@ -146,7 +151,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
     kinematics(model, data, q)
     mass.columns(model, data, data.M)
     tau = np.empty(n)  # C qd + g to start with
-    rnea(model, data, qd, data.vectors[1], model.a0, _ZERO6, tau)  # (columns left it zero)
+    rnea(model, data, qd, data.vectors[1], model.a0, NO_WRENCH, tau)  # (columns left it zero)
     L = cholesky_factor(data.M, data.L)
     Rf, pf, J1 = np.empty((3, 3)), np.empty(3), data.J
     J, e, jdqd, one = np.empty((m, n)), np.empty(m), np.zeros(m), np.zeros(6)
@@ -195,7 +200,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
     for i in range(n):
         err = q_n[i] - q[i]
         if wrap[i]:
-            err = (err + math.pi) % (2 * math.pi) - math.pi
+            err = wrapped(err)
         dn = Dn[i] if Dn[i] >= 0 else 2.0 * math.sqrt(Kn[i] * inertia[i])
         pull_n[i] = Kn[i] * err
         tau_n[i] = pull_n[i] - dn * vn[i]
@@ -211,7 +216,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
     if compensate_damping:  # the joint damping over one control period, as computed_torque
         qdd = cholesky_apply(L, command, np.empty(n))
         for i in range(n):
-            tau[i] += damping_b[i] * (qd[i] + period * qdd[i])
+            tau[i] += implicit_damping(damping_b[i], qd[i], qdd[i], period)
     for i in range(n):
         tau[i] += command[i]
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
@@ -219,7 +224,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
             for k in range(m):
                 stiffness += J[k, i] * J[k, i] * K[k] * (Lam[k, k] if operational else 1.0)
             band = stiffness * deadband
-            tau[i] += friction[i] * (min(max(pull[i] / band, -1.0), 1.0) if band > 0 else 0.0)
+            tau[i] += friction[i] * friction_share(pull[i], band)
     return saturate(tau, limits), e
 
 

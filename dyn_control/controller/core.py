@@ -35,11 +35,11 @@ import numpy as np
 
 from dyn_control import kinematics
 from dyn_control.controller import barriers
-from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE, CartesianLaw
+from dyn_control.controller.cartesian import CartesianLaw
 from dyn_control.controller.contact import ContactMonitor
 from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
 from dyn_control.controller.guard import Guard
-from dyn_control.controller.laws import MODES, TEACH, ControlLaw, TeachLaw
+from dyn_control.controller.laws import ControlLaw, TeachLaw
 from dyn_control.controller.limits import OutputLimits
 from dyn_control.controller.statistics import Statistics, report
 from dyn_control.controller.target import CartesianTarget, too_stiff
@@ -48,7 +48,8 @@ from dyn_control.controller.trajectory import Trajectory
 from dyn_control.controller.watchdog import Watchdog
 from dyn_control.cores import Events
 from dyn_control.dynamics import gravity_torques
-from dyn_control.sim.simulation import default_initial_positions, gravity_overloads
+from dyn_control.parameters import CARTESIAN_IMPEDANCE, MODES, TEACH
+from dyn_control.poses import default_initial_positions, gravity_overloads
 
 
 class Command(NamedTuple):

@@ -63,19 +63,19 @@ from dyn_control.dynamics import as_vector, inverse_dynamics
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import newton_euler
 from dyn_control.kernels.compile import jit
+from dyn_control.kernels.newton_euler import NO_WRENCH
 from dyn_control.model.chain import as_limit
 from dyn_control.model.layout import Data
+from dyn_control.parameters import (
+    DEFAULT_FRICTION_DEADBAND,
+    DEFAULT_INTEGRAL_LIMIT,
+    DEFAULT_PERIOD,
+    EFFORT_RISE,
+    MODES,
+)
 
-MODES = ("computed_torque", "feedforward", "gravity_pd")
-TEACH = "teach"  # the controller mode of TeachLaw
 TEACH_FRICTION_BAND = 0.01  # rad/s: teach's friction compensation fades out below it
 COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
-DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
-DEFAULT_FRICTION_DEADBAND = 1e-4  # rad
-DEFAULT_PERIOD = 1e-3  # s, the control period the damping compensation assumes (1 kHz)
-# rad s. Ki * integral_limit bounds the acceleration the integral can ask for: 800 rad/s^2 at
-# w = 20 rad/s (Ki = 8000), far above a payload's few tens, yet bounded when a joint is blocked.
-DEFAULT_INTEGRAL_LIMIT = 0.1
 
 
 def gain_vector(value, n, name):
@@ -124,6 +124,31 @@ def saturate(tau, limits):
     return tau
 
 
+@jit
+def wrapped(err):
+    """A continuous joint's position error, wrapped to [-pi, pi): the short way round."""
+    return (err + math.pi) % (2 * math.pi) - math.pi
+
+
+@jit
+def friction_share(pull, band):
+    """The share of a joint's Coulomb friction a law adds: the direction the law pulls in,
+    fading out within `band` (pull / band, clipped to +-1); with no band (a deadband of 0), the
+    whole friction in the pull's direction. Every law's friction term is this.
+    """
+    if band > 0:
+        return min(max(pull / band, -1.0), 1.0)
+    return 1.0 if pull > 0 else (-1.0 if pull < 0 else 0.0)
+
+
+@jit
+def implicit_damping(b, qd, qdd, period):
+    """The torque that cancels joint damping b over one control period, taken implicitly,
+    b (qd + period qdd), as the simulator's implicit step takes it (module docstring).
+    """
+    return b * (qd + period * qdd)
+
+
 def all_finite(values):
     """Whether every value of a (n,) float64 array is finite. The builtin sum first: a numpy
     reduction costs microseconds in a control tick; only an overflowing sum looks closer.
@@ -146,7 +171,6 @@ def at_limit(tau, limits):
     return False
 
 
-_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
@@ -163,7 +187,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
     for i in range(n):
         err = q_d[i] - q[i]
         if wrap[i]:
-            err = (err + math.pi) % (2 * math.pi) - math.pi
+            err = wrapped(err)
         e[i] = err
         ed[i] = qd_d[i] - qd[i]
         if ki[i] > 0:
@@ -176,13 +200,13 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
     if mode == COMPUTED_TORQUE:
         mass.mass_matrix_times_plus_bias(*model, q, qd, v, tau)
         for i in range(n):  # the damping over one control period, taken implicitly
-            tau[i] += damping[i] * (qd[i] + period * v[i])
+            tau[i] += implicit_damping(damping[i], qd[i], v[i], period)
     else:
         if mode == FEEDFORWARD:
-            newton_euler.inverse_dynamics(*model, q, qd_d, qdd_d, _ZERO6, tau)
+            newton_euler.inverse_dynamics(*model, q, qd_d, qdd_d, NO_WRENCH, tau)
         else:
             zero = np.zeros(n)
-            newton_euler.inverse_dynamics(*model, q, zero, zero, _ZERO6, tau)
+            newton_euler.inverse_dynamics(*model, q, zero, zero, NO_WRENCH, tau)
         inertia = np.empty(n)
         mass.joint_inertias(*model, q, inertia)
         for i in range(n):  # the damping as computed_torque takes it, with I for M
@@ -191,8 +215,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
     for i in range(n):
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
             pull, band = kp[i] * e[i] + kd[i] * qd_d[i], kp[i] * deadband
-            share = min(max(pull / band, -1.0), 1.0) if band > 0 else np.sign(pull)
-            tau[i] += friction[i] * share
+            tau[i] += friction[i] * friction_share(pull, band)
     return saturate(tau, limits), e, ed
 
 
@@ -253,10 +276,9 @@ def _teach(mvec, mrot, ints, vecs, rots, mats, damping, friction, band, teach_da
     tau, slowing = np.empty(n), np.empty(n)
     for i in range(n):
         slowing[i] = -teach_damping[i] * qd[i]
-    newton_euler.inverse_dynamics(*model, q, qd, slowing, _ZERO6, tau)
+    newton_euler.inverse_dynamics(*model, q, qd, slowing, NO_WRENCH, tau)
     for i in range(n):
-        share = min(max(qd[i] / band, -1.0), 1.0)
-        tau[i] += damping[i] * qd[i] + friction[i] * share
+        tau[i] += damping[i] * qd[i] + friction[i] * friction_share(qd[i], band)
     return saturate(tau, limits)
 
 
@@ -286,24 +308,6 @@ def control_torque(chain, mode, q, qd, q_d, qd_d, qdd_d, kp, kd):
     law = ControlLaw(chain, mode, gain_vector(kp, n, "kp"), gain_vector(kd, n, "kd"))
     return law(q, qd, q_d, qd_d, qdd_d)[0]
 
-
-def effort_limits(chain, override=()):
-    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given; 0 means
-    none (model.as_limit).
-    """
-    limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
-    if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
-        raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
-                         f"got {np.asarray(override).tolist()}")
-    return as_limit(limits)
-
-
-# s: the default rate limit brings in the arm's largest effort in this long, on every joint of
-# that kind (revolute or prismatic): Franka's limit, 1000 N m/s on all seven joints, is its 87
-# N m over it. Per joint, each limit over it, a 3 N m wrist took 60 ms to flip its 1 N m of
-# Coulomb compensation at a reversal (Tiago++: 3e-3 rad off); and 1000 N m/s on a UR10, its
-# gravity ramped in from zero at start, sagged 0.08 rad before the command held it.
-EFFORT_RISE = 0.087
 
 
 def rate_limits(limits, given, prismatic=None):

@@ -11,16 +11,10 @@ import numpy as np
 
 from dyn_control.controller import barriers, goals
 from dyn_control.controller.cartesian import per_frame
-from dyn_control.controller.laws import (
-    MODES,
-    check_gains,
-    critical_damping,
-    gain_vector,
-    rate_limits,
-)
+from dyn_control.controller.laws import check_gains, critical_damping, gain_vector, rate_limits
 from dyn_control.cores import JointSettings
 from dyn_control.model.chain import Chain, to_chain_order
-from dyn_control.parameters import payload_model, unset
+from dyn_control.parameters import MODES, payload_model, unset
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,7 +7,7 @@ control period holds at that pose: then the arm holds its joints, and `refused` 
 import numpy as np
 
 from dyn_control import kinematics
-from dyn_control.controller.cartesian import CARTESIAN_IMPEDANCE
+from dyn_control.parameters import CARTESIAN_IMPEDANCE
 
 
 def too_stiff(cartesian, q, period):

@@ -9,8 +9,9 @@ goal that succeeds holds its last point. `reference(t, q)` is what the law track
 import numpy as np
 
 from dyn_control.controller import goals
-from dyn_control.controller.laws import MODES, trajectory_violation
+from dyn_control.controller.laws import trajectory_violation
 from dyn_control.controller.trajectory import Trajectory
+from dyn_control.parameters import MODES
 
 # rad or m: a goal that "succeeds" this far from its last point, with no goal tolerance to
 # check, says how far (a one-point goal at time_from_start 0, 1.4 rad away, succeeded at once)

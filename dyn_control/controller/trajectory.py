@@ -13,8 +13,9 @@ set-point: it applies at once.
 
 import numpy as np
 
-from dyn_control.controller.barriers import DEFAULT_VELOCITY_FRACTION, default_margins
+from dyn_control.controller.barriers import default_margins
 from dyn_control.model.chain import as_limit, position_bounds
+from dyn_control.parameters import DEFAULT_VELOCITY_FRACTION
 
 
 def _segment(p0, v0, acc0, p1, v1, acc1, T, kind):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyn_control.controller import barriers
+from dyn_control.parameters import DEFAULT_VELOCITY_FRACTION
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def scale_into_limits(trajectory, chain, margin=0.9, samples=2000):
         ratios += [np.max(motion / room_up, axis=0), np.max(-motion / room_down, axis=0)]
     velocity = np.where(np.isfinite(chain.velocity_limits) & (chain.velocity_limits > 0),
                         chain.velocity_limits, 2.0)
-    ratios += [np.abs(qd).max(axis=0) / (margin * barriers.DEFAULT_VELOCITY_FRACTION * velocity),
+    ratios += [np.abs(qd).max(axis=0) / (margin * DEFAULT_VELOCITY_FRACTION * velocity),
                np.abs(qdd).max(axis=0) / (margin * 10 * velocity)]
     k = np.max(ratios, axis=0)  # per joint: > 1 means over a limit
     k = np.where(k > 1.0, 1.0 / k, 1.0)[:, None]

@@ -11,11 +11,11 @@ from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.frames import joint_poses
 from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor
-from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, row, scale
 from dyn_control.model.layout import PRISMATIC
 
-_ZERO3, _ZERO6 = np.zeros(3), np.zeros(6)  # globals: numba compiles them in as constants
+_ZERO3 = np.zeros(3)  # a global: numba compiles it in as a constant
 
 
 @jit
@@ -29,7 +29,7 @@ def columns(m, d, M):
         e[i], zero[i] = 0.0, 0.0
     for j in range(n):
         e[j] = 1.0
-        rnea(m, d, zero, e, _ZERO3, _ZERO6, col)
+        rnea(m, d, zero, e, _ZERO3, NO_WRENCH, col)
         e[j] = 0.0
         for i in range(n):
             M[i, j] = col[i]
@@ -110,7 +110,7 @@ def mass_matrix_times_plus_bias(mvec, mrot, ints, vecs, rots, mats, q, qd, v, ta
     n = q.shape[0]
     poses(m, d, q)
     columns(m, d, d.M)
-    rnea(m, d, qd, d.vectors[1], m.a0, _ZERO6, tau)  # (columns left vectors[1] zero)
+    rnea(m, d, qd, d.vectors[1], m.a0, NO_WRENCH, tau)  # (columns left vectors[1] zero)
     for i in range(n):
         for j in range(n):
             tau[i] += d.M[i, j] * v[j]

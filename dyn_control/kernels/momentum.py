@@ -25,11 +25,9 @@ from dyn_control.kernels.frames import (
     kinematics,
 )
 from dyn_control.kernels.linalg import cholesky_into, symmetric_eigen
-from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
 from dyn_control.model.layout import PRISMATIC
-
-_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
@@ -79,7 +77,7 @@ def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
                 L_all[j, k] += L[k]
     zeros = d.vectors[0]
     zeros[:] = 0.0
-    rnea(m, d, zeros, zeros, m.a0, _ZERO6, g)
+    rnea(m, d, zeros, zeros, m.a0, NO_WRENCH, g)
 
 
 @jit

@@ -11,6 +11,8 @@ from dyn_control.kernels.frames import joint_poses, kinematics
 from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
 from dyn_control.model.layout import PRISMATIC, ROTS, VECS, VECTORS
 
+NO_WRENCH = np.zeros(6)  # f_tip when nothing acts at the tip (numba compiles it in as a constant)
+
 
 @jit
 def rnea(m, d, qd, qdd, a0, f_tip, tau):

@@ -9,8 +9,7 @@ from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.linalg import cholesky_solve
 from dyn_control.kernels.mass_matrix import crba, forward_dynamics, poses
-
-_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
+from dyn_control.kernels.newton_euler import NO_WRENCH
 
 
 @jit
@@ -83,19 +82,19 @@ def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, fri
     if rk4:
         k1a, k2a, k3a, k4a = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         k1v = qd
-        forward_dynamics(*model, q, k1v, tau, _ZERO6, k1a)
+        forward_dynamics(*model, q, k1v, tau, NO_WRENCH, k1a)
         k2v = qd + 0.5 * dt * k1a
-        forward_dynamics(*model, q + 0.5 * dt * k1v, k2v, tau, _ZERO6, k2a)
+        forward_dynamics(*model, q + 0.5 * dt * k1v, k2v, tau, NO_WRENCH, k2a)
         k3v = qd + 0.5 * dt * k2a
-        forward_dynamics(*model, q + 0.5 * dt * k2v, k3v, tau, _ZERO6, k3a)
+        forward_dynamics(*model, q + 0.5 * dt * k2v, k3v, tau, NO_WRENCH, k3a)
         k4v = qd + dt * k3a
-        forward_dynamics(*model, q + dt * k3v, k4v, tau, _ZERO6, k4a)
+        forward_dynamics(*model, q + dt * k3v, k4v, tau, NO_WRENCH, k4a)
         q_free = q + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
         v_free = qd + dt / 6.0 * (k1a + 2.0 * k2a + 2.0 * k3a + k4a)
         share = 0.5
     else:
         qdd = np.empty(n)
-        forward_dynamics(*model, q, qd, tau, _ZERO6, qdd)
+        forward_dynamics(*model, q, qd, tau, NO_WRENCH, qdd)
         v_free = qd + dt * qdd
         q_free = q + dt * v_free
         share = 1.0

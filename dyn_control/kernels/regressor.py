@@ -16,11 +16,9 @@ import numpy as np
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.frames import kinematics
-from dyn_control.kernels.newton_euler import rnea
+from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, row
 from dyn_control.model.layout import PRISMATIC
-
-_ZERO6 = np.zeros(6)  # a global: numba compiles it in as a constant
 
 
 @jit
@@ -55,7 +53,7 @@ def joint_torque_regressor(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, Y):
     """Fill Y (n, 10 n) at (q, qd, qdd), the model's gravity in it (module docstring)."""
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(m, d, q)
-    rnea(m, d, qd, qdd, m.a0, _ZERO6, d.vectors[0])  # its forward pass's w, dw, dv stay in d
+    rnea(m, d, qd, qdd, m.a0, NO_WRENCH, d.vectors[0])  # its forward pass's w, dw, dv stay in d
     n = q.shape[0]
     A = np.empty((6, 10))
     Y[:, :] = 0.0

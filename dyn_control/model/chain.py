@@ -77,6 +77,17 @@ def as_limit(values):
     return np.where(values > 0, values, np.inf)
 
 
+def effort_limits(chain, override=()):
+    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given; 0 means
+    none (as_limit).
+    """
+    limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
+    if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
+        raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
+                         f"got {np.asarray(override).tolist()}")
+    return as_limit(limits)
+
+
 def to_chain_order(values, order):
     """Per-joint values in command order -> chain order; order[i] is the chain index of the
     i-th commanded joint (the other way is values[order]).
@@ -280,16 +291,13 @@ def _joint_info(j):
     if j.type != "continuous" and lim is not None:
         lower, upper = value(lim, "lower", 0.0), value(lim, "upper", 0.0)
     limits = {"lower": lower, "upper": upper, "effort": value(lim, "effort", np.inf),
-                  "velocity": value(lim, "velocity", np.inf), "damping": value(dyn, "damping", 0.0),
-                  "friction": value(dyn, "friction", 0.0)}
+              "velocity": value(lim, "velocity", np.inf), "damping": value(dyn, "damping", 0.0),
+              "friction": value(dyn, "friction", 0.0)}
     bad = [f"{k}={v}" for k, v in limits.items() if np.isnan(v)]
     if bad:
         raise URDFError(f"joint '{j.name}' has a NaN limit or dynamics value: {', '.join(bad)}")
-    info = JointInfo(
-        name=j.name, type=j.type, axis=tuple(axis), parent_link=j.parent, child_link=j.child,
-        lower=lower, upper=upper,
-        effort=value(lim, "effort", np.inf), velocity=value(lim, "velocity", np.inf),
-        damping=value(dyn, "damping", 0.0), friction=value(dyn, "friction", 0.0))
+    info = JointInfo(name=j.name, type=j.type, axis=tuple(axis), parent_link=j.parent,
+                     child_link=j.child, **limits)
     return info, axis
 
 

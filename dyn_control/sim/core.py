@@ -18,7 +18,8 @@ import numpy as np
 
 from dyn_control.cores import REPORT_EVERY, Events, JointSettings
 from dyn_control.parameters import payload_model
-from dyn_control.sim.simulation import Simulation, default_initial_positions, gravity_overloads
+from dyn_control.poses import default_initial_positions, gravity_overloads
+from dyn_control.sim.simulation import Simulation
 
 
 def simulator_settings(chain, value, order=None):
