@@ -36,7 +36,8 @@ from dyn_control.kernels import newton_euler
 from dyn_control.kinematics import frame_pose_and_jacobian
 from dyn_control.model.chain import effort_limits
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "test"))
+TESTS = pathlib.Path(__file__).resolve().parent.parent / "test"
+sys.path[:0] = [str(TESTS / "support"), str(TESTS)]
 from examples import random_chain_urdf  # noqa: E402  (the tests' random chains)
 from pin_reference import PinReference  # noqa: E402  (the tests' Pinocchio reference)
 

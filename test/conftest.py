@@ -21,6 +21,8 @@ import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PACKAGE_DIR))  # harness/, the process harness the tests share
+SUPPORT_DIR = PACKAGE_DIR / "test" / "support"  # the tests' helpers and helper processes
+sys.path.insert(0, str(SUPPORT_DIR))
 URDF_DIR = PACKAGE_DIR / "urdf"
 CONFIG_DIR = PACKAGE_DIR / "config"
 DEFAULT_ARM = URDF_DIR / "default_arm.urdf"
@@ -88,3 +90,24 @@ def table_values(table, **overrides):
     what a node reads, for the cores in tests.
     """
     return lambda name: overrides[name] if name in overrides else table[name].default
+
+
+IDENTIFICATION_START = (0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0)  # the default arm's home
+
+
+@pytest.fixture(scope="session")
+def default_setup():
+    """The identification tests' default arm, its base parameters, the optimized excitation
+    (and its condition number) and a held-out run: computed once for every test that takes it.
+    """
+    import numpy as np
+
+    from dyn_control import load_chain
+    from dyn_control.identification.excitation import optimize
+    from dyn_control.identification.fit import BaseParameters
+    chain = load_chain(DEFAULT_ARM)
+    base = BaseParameters(chain)
+    start = np.array(IDENTIFICATION_START)
+    trajectory, cond = optimize(chain, base, start, seed=0)
+    held_out, _ = optimize(chain, base, start, seed=1, candidates=4, rounds=0)
+    return chain, base, trajectory, cond, held_out

@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
-from conftest import PACKAGE_DIR  # noqa: E402
+from conftest import SUPPORT_DIR  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
@@ -199,7 +199,7 @@ def test_best_effort_with_dropped_states_stays_bounded(tmp_path):
     # rad on a quiet machine, 7e-3 to 1e-2 with two CPU hogs beside the suite (0.15 rad at full
     # speed). Bound: it stays bounded, RMS below 5e-2 rad on every joint (a controller that
     # lost the trajectory is off by the 0.3 rad move); the drops must show as missed deadlines.
-    relay = ("fault_relay", [sys.executable, str(PACKAGE_DIR / "test" / "fault_relay.py"), "0.1"])
+    relay = ("fault_relay", [sys.executable, str(SUPPORT_DIR / "fault_relay.py"), "0.1"])
     # the observer on (the default): in one loaded full-suite run (2026-12-02) the lost states
     # read as a 48 N push at the hand and latched a collision before the goal; a gap longer
     # than a few steps now starts its integral again (observer.GAP_STEPS)

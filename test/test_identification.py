@@ -9,10 +9,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import DEFAULT_ARM, PIN_ARMS, URDF_DIR, require, robots_dir
+from conftest import DEFAULT_ARM, IDENTIFICATION_START, PIN_ARMS, URDF_DIR, require, robots_dir
 
 from dyn_control import inverse_dynamics, load_chain
-from dyn_control.identification.excitation import optimize
 from dyn_control.identification.fit import (
     INERTIAL,
     BaseParameters,
@@ -25,7 +24,6 @@ from dyn_control.identification.fit import (
     pivoted_qr,
     regressor,
 )
-from dyn_control.identification.offline import identify as identify_run
 from dyn_control.identification.offline import main as identify_main
 from dyn_control.identification.offline import samples as recorded_samples
 from dyn_control.identification.signals import check_recording
@@ -128,18 +126,6 @@ def test_pivoted_qr_matches_lapacks_pivoting():
     np.testing.assert_allclose(np.abs(np.diag(R)), np.abs(np.diag(R2))[:28], rtol=1e-9)
 
 
-START = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])  # the default arm's home
-
-
-@pytest.fixture(scope="module")
-def default_setup():
-    chain = load_chain(DEFAULT_ARM)
-    base = BaseParameters(chain)
-    trajectory, cond = optimize(chain, base, START, seed=0)
-    held_out, _ = optimize(chain, base, START, seed=1, candidates=4, rounds=0)
-    return chain, base, trajectory, cond, held_out
-
-
 def samples(chain, truth, trajectory, step=1e-2):
     """Stacked nominal regressor rows and the truth's torques (its own inverse dynamics and
     friction: an independent route) along a period of the trajectory.
@@ -160,7 +146,7 @@ def test_the_excitation_is_at_rest_at_both_ends_and_inside_the_limits(default_se
     chain, _, trajectory, cond, _ = default_setup
     q, qd, qdd = trajectory(np.linspace(0.0, trajectory.period, 2001))
     for k in (0, -1):
-        np.testing.assert_allclose(q[k], START, atol=1e-12)
+        np.testing.assert_allclose(q[k], IDENTIFICATION_START, atol=1e-12)
         np.testing.assert_allclose(qd[k], 0.0, atol=1e-12)
         np.testing.assert_allclose(qdd[k], 0.0, atol=1e-12)
     assert np.all((q >= chain.lower) & (q <= chain.upper))
@@ -485,181 +471,6 @@ def test_identify_from_bags_writes_a_urdf_that_predicts_the_validation_run(defau
     err = capsys.readouterr().err
     assert code == 2 and not (tmp_path / "bad_out").exists()
     assert err == f"identify: recording refused: a non-finite effort at sample 300 of {len(t)}\n"
-
-
-def track(model, truth, trajectory, periods=1, start_seconds=0.5):
-    """The in-process loop, synchronous at 1 kHz: a ControllerCore knowing `model` (computed
-    torque, default gains, integral off, observer off: the model is wrong on purpose; the
-    limits on, no rate limit) drives a
-    Simulation of `truth` (a simulated real arm: REAL_ARM_SUBSTEPS) along `periods` of the
-    trajectory, sent as one goal of 50 Hz waypoints. -> (t, q, qd, the applied effort, each
-    (m, n), from the goal's start; the tracking error (m, n)).
-    """
-    from dyn_control.controller.core import ControllerCore
-    from dyn_control.controller.goals import Request
-    from dyn_control.controller.settings import controller_settings
-    from dyn_control.parameters import CONTROLLER
-    from dyn_control.sim.simulation import REAL_ARM_SUBSTEPS, Simulation
-    # no rate limit: a nominal model's commands, far from what the arm needs, were clipped
-    # (the UR10's), and the comparison is of the models' torques, not of the clip
-    values = {"external_torque.enabled": False, "ki": 0.0, "max_effort_rate": 0.0}
-    core = ControllerCore(controller_settings(
-        model, lambda name: values[name] if name in values else CONTROLLER[name].default))
-    sim = Simulation(truth, trajectory.start, substeps=REAL_ARM_SUBSTEPS)
-    duration = periods * trajectory.period
-    times = np.arange(0.0, duration + 1e-9, 0.02)
-    q, qd, qdd = trajectory(times)
-    qd[[0, -1]] = qdd[[0, -1]] = 0.0
-    rows, errors = [], []
-    steps = int(round((start_seconds + duration) / sim.dt))
-    for k in range(steps):
-        state = (sim.t, sim.q.copy(), sim.qd.copy())
-        if k == int(round(start_seconds / sim.dt)):
-            core.offer(Request(tuple(model.joint_names), 0.0, tuple(zip(times, q, qd, qdd))))
-        command = core.update(sim.t, state)
-        sim.step(command.tau)
-        if command.errors is not None and k >= start_seconds / sim.dt:
-            # as the simulator node publishes: a state with the effort applied over the step
-            # that ended there
-            rows.append(np.concatenate([[sim.t], sim.q, sim.qd, sim.tau]))
-            errors.append(command.errors[0])
-    data = np.array(rows)
-    n = model.n
-    return (data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:],
-            np.array(errors))
-
-
-# dynamics_simulator's effort is the torque held over the step before each state
-SIM_EFFORT_DELAY = 0.0005
-
-
-def closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=None, periods=2,
-                        source=DEFAULT_ARM, **load):
-    """Issue 31's closed loop, in process: the nominal controller drives the truth through
-    `periods` of the excitation and one of the validation run; identify() fits their
-    recordings (applied effort, measured q; with noise_seed, issue 31's noise added to both:
-    sigma_q = 1e-4 rad, effort 1 % of each joint's RMS); then on the held-out trajectory,
-    computed torque with integral off given the nominal, the identified and the true URDF.
-    The identified URDF is written into `source`, the file the chain came from (load: its
-    load_chain keywords), and loaded back from that text.
-    -> the RMS tracking error of each (worst joint's RMS, rad).
-    """
-    runs = []
-    for traj, count in ((trajectory, periods), (held_out, 1)):
-        t, q, qd, effort, _ = track(chain, truth, traj, periods=count)
-        if noise_seed is not None:
-            rng = np.random.default_rng(noise_seed)
-            rms = np.sqrt((effort ** 2).mean(axis=0))
-            q = q + 1e-4 * rng.normal(size=q.shape)
-            effort = effort + 0.01 * rms * rng.normal(size=effort.shape)
-        runs.append((t, q, qd, effort))
-    urdf_text, _ = identify_run(chain, source, *runs, effort_delay=SIM_EFFORT_DELAY)
-    figures = {}
-    for key, model in (("nominal", chain), ("identified", load_chain(urdf_text, **load)),
-                       ("truth", truth)):
-        error = track(model, truth, held_out)[-1]
-        figures[key] = np.sqrt((error ** 2).mean(axis=0)).max()
-    return figures
-
-
-def without_friction(truth):
-    """The truth with no damping and no Coulomb friction on any joint (its inertials kept)."""
-    from dataclasses import replace
-    return replace(truth, joints=[replace(j, damping=0.0, friction=0.0) for j in truth.joints])
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_closed_loop_within_1_5x_of_the_true_urdf(default_setup, seed):
-    """Issue 31's truth, with its damping and Coulomb friction, simulated as a real arm
-    (REAL_ARM_SUBSTEPS), and 20 s of excitation: the identified URDF tracks the held-out
-    trajectory within 1.5x of the controller given the true URDF (1.21x, 1.31x, 1.44x seen,
-    the same on every machine since pivoted_qr breaks ties alike) and at least 10x better than
-    the nominal one (656x to 1411x seen). The bound holds for the excitation this pipeline
-    finds, not for every equally valid one: with the ties among a body's ixx, iyy and izz
-    columns broken otherwise, the base parameters and so the optimized excitation differ, and
-    the same seeds gave 1.46x, 1.58x, 1.62x (first column in pivot order) or 1.66x on seed 0
-    (lowest index).
-    """
-    require("clarabel")
-    chain, _, trajectory, _, held_out = default_setup
-    rms = closed_loop_figures(chain, perturbed(chain, seed), trajectory, held_out)
-    assert rms["identified"] <= 1.5 * rms["truth"], rms
-    assert rms["nominal"] >= 10 * rms["identified"], rms
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_closed_loop_with_noise_within_2_5x_of_the_true_urdf(default_setup, seed):
-    """The same with issue 31's noise on both recordings (sigma_q = 1e-4 rad, effort 1 % of
-    each joint's RMS) and 60 s of excitation, the benchmark's length: within 2.5x of the truth
-    and at least 5x better than the nominal URDF. Seen: 1.44x, 2.29x, 1.97x (with the ties of
-    pivoted_qr broken by the first column in pivot order: 3.33x, 1.77x, 2.66x; the bound holds
-    for this pipeline's excitation, see above); before the excitation kept out of the
-    controller's limits, 1.88x, 1.51x, 1.76x over the whole range; 80 s left seed 1 at
-    2.08x, so what is left there is the position noise through q-double-dot, a bias that grows
-    as the motion shrinks, not the effort noise, which averages out (20 s gave 2.1x to 2.8x).
-    """
-    require("clarabel")
-    chain, _, trajectory, _, held_out = default_setup
-    rms = closed_loop_figures(chain, perturbed(chain, seed), trajectory, held_out,
-                              noise_seed=seed, periods=6)
-    assert rms["identified"] <= 2.5 * rms["truth"], rms
-    assert rms["nominal"] >= 5 * rms["identified"], rms
-
-
-def test_the_effort_delay_pairs_the_simulators_effort_with_its_motion(default_setup):
-    """signals.prepare with effort_delay: the simulator's effort, held over the step before
-    each state, read half a step later is the torque at the state's time. On the in-process
-    loop, the truth's own regressor predicts the delayed effort at least 10x closer than the
-    raw one (240x seen; the raw pairing is off by the torque's change over half a step).
-    """
-    require("scipy.signal")
-    from dyn_control.identification.signals import prepare
-    chain, _, trajectory, _, _ = default_setup
-    truth = without_friction(perturbed(chain, 0))
-    t, q, _, effort, _ = track(chain, truth, trajectory)
-    pi = parameters(truth)
-    errors = []
-    for delay in (0.0, SIM_EFFORT_DELAY):
-        qf, qdf, qddf, ef = prepare(t, q, effort, effort_delay=delay)
-        predicted = np.array([regressor(chain, *x) @ pi for x in zip(qf, qdf, qddf)])
-        errors.append(np.sqrt(((predicted - ef) ** 2).mean()))
-    assert errors[1] * 10 <= errors[0], errors
-
-
-def real_arm_setup(name):
-    """(URDF path, load_chain keywords, chain, excitation, held-out trajectory) of an arm of
-    ARMS or the UR10, from the simulator's default start (where make identify starts it).
-    """
-    from dyn_control.poses import default_initial_positions
-    rel, kwargs = {**ARMS, "ur10": ("ur_description/urdf/ur10_robot.urdf", {})}[name]
-    path = robots_dir() / rel
-    chain = load_chain(path, **kwargs)
-    base = BaseParameters(chain)
-    start = default_initial_positions(chain)
-    trajectory, _ = optimize(chain, base, start, seed=0)
-    held_out, _ = optimize(chain, base, start, seed=1, candidates=4, rounds=0)
-    return path, kwargs, chain, trajectory, held_out
-
-
-@pytest.mark.parametrize("name,seen", [("ur5", "0.98x, 1201x"), ("panda", "1.11x, 1115x"),
-                                       ("ur10", "1.31x, 1762x")])
-def test_a_real_arms_own_file_identified_tracks_within_1_5x_of_the_truth(name, seen):
-    """Issue 40: example-robot-data's files, unchanged (the UR5's and UR10's with their
-    <transmission>s, the Panda's with its hand and fingers lumped into panda_link7); the truth a
-    perturbed copy with viscous and Coulomb friction and a 1 kg tool, the excitation from the
-    simulator's default start, where make identify starts. The identified URDF, written into
-    the arm's own file and loaded back from it, tracks the held-out trajectory within 1.5x of
-    the true URDF and at least 10x better than the nominal file (`seen`: the two figures).
-    With the friction written into the UR5's transmissions instead, it was 1.1x better than
-    nominal; with the Panda started at joint 6's stop, 0.0175 rad above it, the excitation
-    could not move that joint and the loop was at 1.98x.
-    """
-    require("clarabel")
-    path, kwargs, chain, trajectory, held_out = real_arm_setup(name)
-    rms = closed_loop_figures(chain, perturbed(chain, 0), trajectory, held_out, source=path,
-                              **kwargs)
-    assert rms["identified"] <= 1.5 * rms["truth"], rms
-    assert rms["nominal"] >= 10 * rms["identified"], rms
 
 
 def test_identify_help_gives_both_forms_and_a_refit_does_not_overwrite_the_live_urdf(

@@ -8,7 +8,7 @@ References: the truth's parameters and issues 31's and 40's bounds.
 import numpy as np
 import pytest
 from conftest import require, robots_dir
-from test_identification import track
+from in_process_loop import track
 
 from dyn_control import load_chain
 from dyn_control.identification.excitation import optimize

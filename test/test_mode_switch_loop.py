@@ -1,7 +1,7 @@
 """Switching the joint mode with `ros2 param set` while the arm moves, over DDS: simulator,
 controller and the demo trajectory as separate processes (harness/loop.py: closed_loop),
 synchronous on simulation time. The parameter service call goes as the trajectory starts
-(test/set_parameters_on_motion.py), as a newcomer would switch by hand.
+(test/support/set_parameters_on_motion.py), as a newcomer would switch by hand.
 
 Before the gains meant the same in every mode, gravity_pd and feedforward applied kp 400 and
 kd 40 as N m/rad: joint 7 (4e-3 kg m^2) went unstable, 0.48 rad of error and 10484 saturated
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PACKAGE_DIR
+from conftest import SUPPORT_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness.loop import closed_loop  # noqa: E402
@@ -30,7 +30,7 @@ DURATION = 4.0  # s of the demo trajectory: 1 s fading in, 2 s of motion, 1 s fa
 @pytest.mark.parametrize("mode, domain", [("gravity_pd", 83)])
 def test_a_mode_switched_by_parameter_while_moving_stays_bounded(mode, domain, tmp_path):
     switch = ("set_parameters_on_motion", [
-        sys.executable, str(PACKAGE_DIR / "test" / "set_parameters_on_motion.py"),
+        sys.executable, str(SUPPORT_DIR / "set_parameters_on_motion.py"),
         "/computed_torque_controller", f"mode={mode}"])
     result = closed_loop("default_arm", DURATION, None, tmp_path, domain, helpers=[switch])
     controller = result["diagnostics"]["computed_torque_controller"]

@@ -2,8 +2,8 @@
 identity, and invalid payloads refused.
 
 Reference: Pinocchio's rnea and crba on the URDF model with the payload added by
-appendBodyToJoint at the link's frame (test/pin_reference.py). Tolerance: 1e-9 relative to the
-largest entry (or 1), as in test_pinocchio.
+appendBodyToJoint at the link's frame (test/support/pin_reference.py). Tolerance: 1e-9 relative to
+the largest entry (or 1), as in test_pinocchio.
 """
 
 import dataclasses

@@ -9,7 +9,7 @@ to the controller from the start (matched model), and the issue's bounds.
 import sys
 
 import pytest
-from conftest import PACKAGE_DIR
+from conftest import SUPPORT_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness.loop import closed_loop  # noqa: E402
@@ -24,7 +24,7 @@ INTEGRAL = {"kp": 3 * W**2, "kd": 3 * W, "ki": W**3}
 
 
 def _declare_on_motion():
-    argv = [sys.executable, str(PACKAGE_DIR / "test" / "set_parameters_on_motion.py"),
+    argv = [sys.executable, str(SUPPORT_DIR / "set_parameters_on_motion.py"),
             "/computed_torque_controller", "payload_mass=1.5", "payload_com=[0.0, 0.0, 0.1]"]
     return ("set_parameters_on_motion", argv)
 

@@ -1,6 +1,6 @@
 """Against Pinocchio on real arm URDFs (example-robot-data) and random chains.
 
-Reference: Pinocchio's rnea, crba, nonLinearEffects and aba (test/pin_reference.py), with
+Reference: Pinocchio's rnea, crba, nonLinearEffects and aba (test/support/pin_reference.py), with
 joints outside the chain held at zero. Tolerance: 1e-9 relative to the largest entry (or 1).
 """
 

@@ -1,4 +1,4 @@
-"""Soak: minutes of simulated time at 1 kHz, synchronous (test/soak.py), separate processes.
+"""Soak: minutes of simulated time at 1 kHz, synchronous (test/support/soak.py), separate processes.
 
 `make test` (CI) soaks for 1 minute of simulated time, `make soak` for 10
 (DYN_CONTROL_SOAK_SECONDS; about 1 s of wall time per simulated s here).
@@ -9,7 +9,7 @@ and never needs less than 2 MB of room, for the allocator's steps (measured here
 3 minutes) stays below 1e-3 rad on every joint (measured 1e-5 to 6e-5), and the last one's is
 at most 1.5x the first one's (measured 0.9x to 1.0x a minute; 1.23x a third of the 1-minute
 run, whose thirds see different stretches of the sines: the loop is synchronous, so the
-figure is the same on a busy machine, sampled on ~/controller_state: test/soak.py).
+figure is the same on a busy machine, sampled on ~/controller_state: test/support/soak.py).
 """
 
 import json
@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PACKAGE_DIR
+from conftest import SUPPORT_DIR
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 
@@ -29,7 +29,7 @@ GROWTH_MB = max(2.0, 5.0 * 0.75 * SECONDS / 450)  # from a quarter of the run to
 
 @pytest.fixture(scope="module")
 def soak():
-    res = subprocess.run([sys.executable, str(PACKAGE_DIR / "test" / "soak.py"), str(SECONDS),
+    res = subprocess.run([sys.executable, str(SUPPORT_DIR / "soak.py"), str(SECONDS),
                           "78"],
                          capture_output=True, text=True, timeout=30 * SECONDS + 300)
     assert res.returncode == 0, res.stderr[-3000:]

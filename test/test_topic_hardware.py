@@ -1,7 +1,7 @@
 """The simulator behind ros2_control's topic-based hardware (command_type joint_state), over DDS:
-controller_manager is not on PyPI, so test/topic_hardware_peer.py stands in for it, writing and
-reading as JointStateTopicSystem does (effort by name, QoS depth 1, stamped now, at 1 kHz of wall
-time; states with SensorDataQoS, by name), with forward_command_controller and
+controller_manager is not on PyPI, so test/support/topic_hardware_peer.py stands in for it, writing
+and reading as JointStateTopicSystem does (effort by name, QoS depth 1, stamped now, at 1 kHz of
+wall time; states with SensorDataQoS, by name), with forward_command_controller and
 joint_state_broadcaster. Our controller's law closes the loop through it on the demo trajectory,
 as ros2_control.launch.py runs it: no lockstep, everything on wall time.
 
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import PACKAGE_DIR, require
+from conftest import SUPPORT_DIR, require
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 import rclpy  # noqa: E402
@@ -51,7 +51,7 @@ def run(tmp_path_factory):
          {**common, "command_type": "joint_state", "synchronous": False, "publish_clock": False,
           "command_timeout": 1.0}, None),
         ("topic_hardware_peer", [], {}, [sys.executable,
-                                         str(PACKAGE_DIR / "test" / "topic_hardware_peer.py"),
+                                         str(SUPPORT_DIR / "topic_hardware_peer.py"),
                                          *JOINTS]),
         # without the external-torque observer: its integral takes the states' stamps as the
         # physics' time, and here the stand-in stamps them with the wall clock while the free

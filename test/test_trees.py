@@ -1,7 +1,7 @@
 """Kinematic trees: a torso under two arms, and random trees with forks, fixed links and tools.
 
 References: Pinocchio on the full URDF with every joint outside the model locked at zero
-(test/pin_reference.py: rnea, crba, nonLinearEffects, aba of buildReducedModel, frame
+(test/support/pin_reference.py: rnea, crba, nonLinearEffects, aba of buildReducedModel, frame
 placements, Jacobians and classical accelerations), to 1e-9 relative to the largest entry (or
 1); the energy identity T = 1/2 qd^T M qd; and two arms on a fixed torso, which are two paths:
 the tree's torques and M equal those of the two paths loaded on their own, to round-off.

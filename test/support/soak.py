@@ -1,7 +1,7 @@
 """Soak run: the closed loop, synchronous and as fast as it goes, at 1 kHz for a long stretch of
 simulated time.
 
-    python test/soak.py SECONDS [DOMAIN]     (test_soak.py runs it; also usable by hand)
+    python test/support/soak.py SECONDS [DOMAIN]     (test_soak.py runs it; also usable by hand)
 
 Starts dynamics_simulator (synchronous, real_time_factor 0) and computed_torque_controller as
 processes with the config/*.yaml parameters, sends one slow trajectory as long as the run, samples
@@ -25,7 +25,7 @@ from control_msgs.msg import JointTrajectoryControllerState
 
 from dyn_control.nodes import messages
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the source tree
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # the source tree
 from harness import processes  # noqa: E402
 
 

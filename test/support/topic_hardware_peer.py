@@ -2,7 +2,7 @@
 JointStateTopicSystem, forward_command_controller (effort) and joint_state_broadcaster, which
 are not on PyPI: what the simulator in `command_type: joint_state` talks to under ros2_control.
 
-    python test/topic_hardware_peer.py JOINT [JOINT ...] [--ros-args ...]
+    python test/support/topic_hardware_peer.py JOINT [JOINT ...] [--ros-args ...]
 
 One update loop at 1 kHz of wall time, as controller_manager's (no lockstep with the simulator):
 - read(), as the plugin reads: the latest sensor_msgs/JointState on /robot_joint_states, taken

@@ -2,7 +2,7 @@
 and drops a given share of the messages (seeded, so a run is repeatable). Its counts are on
 /diagnostics (status "fault_relay": relayed, dropped), for the test to read.
 
-    python test/fault_relay.py DROP_SHARE [--ros-args ...]
+    python test/support/fault_relay.py DROP_SHARE [--ros-args ...]
 """
 
 import random

@@ -2,7 +2,7 @@
 the controller's reference starts to move (the trajectory's first tick), as `ros2 param set`
 would by hand.
 
-    python test/set_parameters_on_motion.py NODE NAME=YAML_VALUE ... [--ros-args ...]
+    python test/support/set_parameters_on_motion.py NODE NAME=YAML_VALUE ... [--ros-args ...]
 """
 
 import signal
