@@ -3,9 +3,9 @@
 numba's own cache checks only the stamp of the file a kernel is written in, so a cached kernel
 that calls a kernel of another file kept the old callee after that file changed. Reference: the
 edited source itself. In a copy of the package, a kernel of kernels/so3.py is called from a
-kernel of control.py; each run is a fresh process, as after `git pull`. The second run must load
-both from the cache (else the test proves nothing), and after an edit of kernels/so3.py alone the
-caller must return what the edited callee says.
+kernel of controller/laws.py; each run is a fresh process, as after `git pull`. The second run must
+load both from the cache (else the test proves nothing), and after an edit of kernels/so3.py alone
+the caller must return what the edited callee says.
 """
 
 import json
@@ -23,7 +23,7 @@ def _cache_probe():
     return 1.0
 """
 CALLER = """
-from .kernels import so3 as _probe_module
+from dyn_control.kernels import so3 as _probe_module
 
 
 @jit
@@ -54,7 +54,7 @@ def test_a_kernel_edited_in_another_file_is_recompiled_for_its_caller(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     with open(package / "kernels" / "so3.py", "a") as f:
         f.write(CALLEE)
-    with open(package / "control.py", "a") as f:
+    with open(package / "controller" / "laws.py", "a") as f:
         f.write(CALLER)
     first, cached = _run(tmp_path), _run(tmp_path)
     assert first == {"value": 1.0, "hits": 0}

@@ -17,7 +17,7 @@ import os
 import pathlib
 import shutil
 
-PACKAGE = pathlib.Path(__file__).resolve().parent
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]  # dyn_control/, whose every source counts
 PREFIX = "dyn_control-kernels-"
 
 
