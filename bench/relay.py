@@ -6,21 +6,19 @@ computation: a Float64MultiArray on /effort_controller/commands and the state, s
 executor parameter, same signal handling), so the two differ only by the control step.
 """
 
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from dyn_control.nodes.params import declare_parameters, reliability
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import QOS_RELIABILITY, Table
 
 
-class Relay(Node):
+class Relay(ProcessNode):
     NODE_NAME = "relay"
 
     def __init__(self):
-        super().__init__(self.NODE_NAME)
-        self.fatal = None
+        super().__init__()
         declare_parameters(self, Table(QOS_RELIABILITY))
         self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands",
                                                 10)
@@ -30,9 +28,6 @@ class Relay(Node):
     def _on_state(self, msg):
         self.effort_pub.publish(Float64MultiArray(data=list(msg.position)))
         self.reference_pub.publish(msg)
-
-    def shutdown(self):
-        pass
 
 
 if __name__ == "__main__":

@@ -86,23 +86,18 @@ def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, pha
 
 STUCK_NODE = """
 import sys, time
-from rclpy.node import Node
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 
-class Stuck(Node):
+class Stuck(ProcessNode):
     NODE_NAME = "stuck"
-    fatal = None
 
     def __init__(self):
-        super().__init__(self.NODE_NAME)
+        super().__init__()
         self.create_timer(0.05, self.tick)
 
     def tick(self):
         print("in a callback that takes 60 s", flush=True)
         time.sleep(60)
-
-    def shutdown(self):
-        pass
 
 sys.exit(run(Stuck))
 """

@@ -17,26 +17,24 @@ under use_sim_time):
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 
 from dyn_control import kinematics
 from dyn_control.controller.watchdog import WAIT_SAY
 from dyn_control.nodes import messages
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.params import StartupError, declare_parameters
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import CARTESIAN_DEMO
 
 CONTROLLER = "/computed_torque_controller"
 SIMULATOR = "/dynamics_simulator"
 
 
-class CartesianDemo(Node):
+class CartesianDemo(ProcessNode):
     NODE_NAME = "cartesian_demo"
 
     def __init__(self, **kwargs):
-        super().__init__(self.NODE_NAME, **kwargs)
-        self.fatal = None
+        super().__init__(**kwargs)
         declare_parameters(self, CARTESIAN_DEMO)
         self.p = {param.name: self.get_parameter(param.name).value for param in CARTESIAN_DEMO}
         force = np.asarray(self.p["push_force"], dtype=float).ravel()

@@ -19,7 +19,6 @@ CONTROLLER), turns messages into calls and commands into messages.
 import time
 
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -40,16 +39,15 @@ from dyn_control.nodes.params import (
     reliability,
     set_parameters_callback,
 )
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import CONTROLLER
 
 
-class ComputedTorqueController(Node):
+class ComputedTorqueController(ProcessNode):
     NODE_NAME = "computed_torque_controller"
 
     def __init__(self, **kwargs):
-        super().__init__(self.NODE_NAME, **kwargs)
-        self.fatal = None  # a StartupError raised after construction (model from the topic)
+        super().__init__(**kwargs)
         self.core = None
         self.clock = ClockCheck(self)
         declare_parameters(self, CONTROLLER)

@@ -16,7 +16,6 @@ import shutil
 
 from rclpy.action import ActionClient
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
@@ -29,7 +28,7 @@ from dyn_control.nodes import messages, trajectory_action
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, model_text
 from dyn_control.nodes.params import StartupError, declare_parameters
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import IDENTIFY
 from dyn_control.recording import BagWriter, read_states
 
@@ -37,12 +36,11 @@ CONTROLLER = "/computed_torque_controller"
 RUNS = ("excitation", "validation")
 
 
-class Identifier(Node):
+class Identifier(ProcessNode):
     NODE_NAME = "identify"
 
     def __init__(self, **kwargs):
-        super().__init__(self.NODE_NAME, **kwargs)
-        self.fatal = self.exit_code = None
+        super().__init__(**kwargs)
         declare_parameters(self, IDENTIFY)
         self.source = model_text(self)
         if self.source is None:

@@ -13,12 +13,34 @@ import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from dyn_control.nodes.params import StartupError, declare_parameters
 from dyn_control.parameters import EXECUTOR, Table
 
 BUILDING = threading.Event()  # set while a node process is building its node (see run)
+
+
+class ProcessNode(Node):
+    """A node that `run` hosts as a process, with what `run` relies on stated once.
+
+    NODE_NAME: the node's name, and the name in the process's own lines. fatal: a StartupError
+    the node met after it was built (a model from the topic), which `run` raises to end the
+    process with one line and exit code 1. exit_code: set by a node that ends by itself
+    (identify), which `run` returns. shutdown(): stops what the node runs besides its callbacks
+    (threads, timers, a recording) before the node is destroyed.
+    """
+
+    NODE_NAME = ""
+
+    def __init__(self, **kwargs):
+        super().__init__(self.NODE_NAME, **kwargs)
+        self.fatal = None
+        self.exit_code = None
+
+    def shutdown(self):
+        """Stop what the node runs besides its callbacks: nothing, unless a node says so."""
 
 
 def make_executor(node):
@@ -91,11 +113,11 @@ def run(node_class, args=None):
         gc.freeze()
         BUILDING.clear()
         # a node that ends by itself (identify) sets exit_code
-        while not stop.is_set() and node.fatal is None and getattr(node, "exit_code", None) is None:
+        while not stop.is_set() and node.fatal is None and node.exit_code is None:
             executor.spin_once(timeout_sec=0.1)
         if node.fatal is not None:
             raise node.fatal
-        code = getattr(node, "exit_code", None) or 0
+        code = node.exit_code or 0
     except (StartupError, ParameterException) as err:  # bad configuration: one line, exit 1
         print(f"[{node_class.NODE_NAME}] error: {err}", file=sys.stderr, flush=True)
         code = 1

@@ -28,7 +28,6 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
-from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -44,18 +43,17 @@ from dyn_control.nodes.params import (
     reliability,
     set_parameters_callback,
 )
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.nodes.stepper import Stepper
 from dyn_control.parameters import SIMULATOR, payload_model
 from dyn_control.sim.core import SimulatorCore, simulator_settings
 
 
-class DynamicsSimulator(Node):
+class DynamicsSimulator(ProcessNode):
     NODE_NAME = "dynamics_simulator"
 
     def __init__(self, **kwargs):
-        super().__init__(self.NODE_NAME, **kwargs)
-        self.fatal = None
+        super().__init__(**kwargs)
         self.core = None
         declare_parameters(self, SIMULATOR)
         self.stepper = None

@@ -11,7 +11,6 @@ values points, duration_s, interface, and result and result_string once the goal
 
 from rclpy.action import ActionClient
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -22,18 +21,17 @@ from dyn_control.nodes import messages, trajectory_action
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, model_text
 from dyn_control.nodes.params import StartupError, declare_parameters
-from dyn_control.nodes.process import run
+from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import TRAJECTORY_DEMO
 
 CONTROLLER = "/computed_torque_controller"
 
 
-class TrajectoryDemo(Node):
+class TrajectoryDemo(ProcessNode):
     NODE_NAME = "trajectory_demo"
 
     def __init__(self, **kwargs):
-        super().__init__(self.NODE_NAME, **kwargs)
-        self.fatal = None
+        super().__init__(**kwargs)
         declare_parameters(self, TRAJECTORY_DEMO)
         source = model_text(self)
         if source is None:
