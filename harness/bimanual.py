@@ -123,12 +123,12 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     env = processes.loop_env()
     common = {"urdf_file": str(urdf)}
-    nodes = [processes.NodeProcess("dynamics_simulator", [processes.config("simulator"),
-                                                          *arm_configs],
-                                   common, log_dir=log_dir, env=env)]
-    nodes.append(processes.NodeProcess(
+    nodes = processes.ProcessSet()
+    nodes.start("dynamics_simulator", [processes.config("simulator"), *arm_configs], common,
+                log_dir=log_dir, env=env)
+    nodes.start(
         "computed_torque_controller", [processes.config("controller"), *arm_configs],
-        {**common, "use_sim_time": True, "mode": "cartesian_impedance"}, log_dir=log_dir, env=env))
+        {**common, "use_sim_time": True, "mode": "cartesian_impedance"}, log_dir=log_dir, env=env)
     rclpy.init()
     client = _client(hands, lift_joint, read_urdf_text(str(urdf)) if bag else None)
     phases = {}
@@ -158,9 +158,9 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
         phases["end"] = client.now()[0]
     finally:
         client.close()
+        codes = nodes.stop()
         rclpy.try_shutdown()
-        codes = {node.name: node.stop() for node in reversed(nodes)}
-        logs = {node.name: node.log() for node in nodes}
+        logs = nodes.logs()
         bag_counts = client.tap.write(bag) if bag else None  # a failed run is kept too
     with client.lock:
         recorded = {link: (np.array([t for t, _ in rows]), np.array([p for _, p in rows]))

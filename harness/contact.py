@@ -167,21 +167,19 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     urdf, configs = processes.arm_files(arm)
     common = {"urdf_file": str(urdf)}
-    env, nodes, phases = processes.loop_env(), [], {}
+    env, nodes, phases = processes.loop_env(), processes.ProcessSet(), {}
     rclpy.init()
     rec = _recorder(read_urdf_text(str(urdf)) if bag else None)
     try:
-        nodes.append(processes.NodeProcess("dynamics_simulator", [processes.config("simulator"),
-                                                                  *configs], common,
-                                           log_dir=out, env=env))
-        nodes.append(processes.NodeProcess(
+        nodes.start("dynamics_simulator", [processes.config("simulator"), *configs], common,
+                    log_dir=out, env=env)
+        nodes.start(
             "computed_torque_controller", [processes.config("controller"), *configs],
             {**common, "use_sim_time": True, "external_torque.publish_rate": 1000.0},
-            log_dir=out, env=env))
+            log_dir=out, env=env)
         _until(lambda: rec.series("estimate")[0].size, nodes, timeout, "the estimate")
-        nodes.append(processes.NodeProcess("trajectory_demo", [processes.config("demo")],
-                                           {**common, "use_sim_time": True, "duration": 10.0},
-                                           log_dir=out, env=env))
+        nodes.start("trajectory_demo", [processes.config("demo")],
+                    {**common, "use_sim_time": True, "duration": 10.0}, log_dir=out, env=env)
         demo = lambda: rec.diagnostics.get("trajectory_demo", {})  # noqa: E731
         _until(lambda: demo().get("message") not in (None, "waiting"), nodes, timeout, "the goal")
         # the pushes go out at once, each stamped with its simulated time: the simulator
@@ -200,7 +198,7 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
         reset = rec.call_reset()
         time.sleep(1.2)  # a /diagnostics after the reset
     finally:
-        codes = {node.name: node.stop() for node in reversed(nodes)}
+        codes = nodes.stop()
         recorded = {key: rec.series(key) for key in rec.rows}
         diagnostics = dict(rec.diagnostics)
         rec.close()

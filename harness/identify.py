@@ -63,25 +63,24 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
     # a 1 kg tool unknown to the controller is 10 N at the hand, and the excitation's
     # accelerations add to it: its observer is off (real_arm_parameters)
     real_arm, controller = real_arm_parameters()
-    nodes = []
+    nodes = processes.ProcessSet()
     code = None
     rclpy.init()
     watch = _watch()
     try:
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
-            {**common, **controller}, log_dir=log_dir, env=env))
-        nodes.append(processes.NodeProcess(
+            {**common, **controller}, log_dir=log_dir, env=env)
+        nodes.start(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs],
             {"urdf_file": str(truth_urdf), **real_arm, **(simulator_params or {})},
-            log_dir=log_dir, env=env))
+            log_dir=log_dir, env=env)
         # the simulator's effort is the torque held over the step before each state
         step = (simulator_params or {}).get("dt", SIMULATOR["dt"].default)
-        identify = processes.NodeProcess(
+        identify = nodes.start(
             "identify", arm_configs, {**common, "out_dir": str(out), "name": name,
                                       "effort_delay": step / 2, **(identify_params or {})},
             log_dir=log_dir, env=env)
-        nodes.append(identify)
         deadline, said = time.monotonic() + timeout, None
         while identify.running() and time.monotonic() < deadline:
             for node in nodes[:2]:
@@ -97,8 +96,7 @@ def run(arm="default_arm", truth=None, out="out", timeout=900.0, simulator_param
         if code is None:
             raise TimeoutError(f"identify did not end within {timeout:g} s; logs in {log_dir}")
     finally:
-        for node in reversed(nodes):
-            node.stop()
+        nodes.stop()
         reason = watch.message().get("message")
         watch.close()
         rclpy.try_shutdown()

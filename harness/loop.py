@@ -55,31 +55,31 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     rclpy.init()
     recorder = Recorder(urdf_text=_bag_urdf(bag, sim_urdf or urdf))
     env = processes.loop_env()
-    nodes = []
+    nodes = processes.ProcessSet()
     ticks_alone = 0
     try:
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
             ctl_params,
-            log_dir=log_dir, env=env))
+            log_dir=log_dir, env=env)
         if controller_first:
             time.sleep(controller_first)
             _check_alive(nodes)
             ticks_alone = len(recorder.series("errors")[0])
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
-            remaps=simulator_remaps, log_dir=log_dir, env=env))
+            remaps=simulator_remaps, log_dir=log_dir, env=env)
         for name, argv in helpers:
-            nodes.append(processes.NodeProcess(name, log_dir=log_dir, env=env, argv=argv))
+            nodes.start(name, log_dir=log_dir, env=env, argv=argv)
         # the recorder hears the controller's ticks (it holds before any trajectory) before the
         # trajectory is sent: its subscriptions can match seconds after the controller starts
         # (up to 6 s seen, on an idle machine too), and a volatile topic replays nothing missed
         _wait_for(lambda: _latest(recorder) > -np.inf, nodes, timeout,
                   "the recorder heard no tick on both ~/error and ~/reference")
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params,
             log_dir=log_dir,
-            env=env))
+            env=env)
         # from the controller's own word (its /diagnostics): the recorder may miss the first
         # moving samples (92 ms of them seen), and the error along the trajectory changes
         # 100-fold within a second, so a start read off the recording would shift every window
@@ -108,8 +108,8 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     finally:
         # last started, first stopped: the simulator goes before the controller, so it does not
         # count the states a stopped controller leaves unanswered
-        codes = {node.name: node.stop() for node in reversed(nodes)}
-        logs = {node.name: node.log() for node in nodes}
+        codes = nodes.stop()
+        logs = nodes.logs()
         recorder.close()
         rclpy.try_shutdown()
         bag_counts = recorder.tap.write(bag) if bag else None  # a failed run is kept too
@@ -141,27 +141,27 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
     rclpy.init()
     recorder = Recorder(cartesian=True, urdf_text=_bag_urdf(bag, urdf))
     env = processes.loop_env()
-    nodes = []
+    nodes = processes.ProcessSet()
     try:
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], common,
-            log_dir=log_dir, env=env))
-        nodes.append(processes.NodeProcess(
+            log_dir=log_dir, env=env)
+        nodes.start(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
             {**common, "use_sim_time": True, "mode": "cartesian_impedance",
-             **(controller_params or {})}, log_dir=log_dir, env=env))
+             **(controller_params or {})}, log_dir=log_dir, env=env)
         _wait_for(lambda: recorder.pose_series("current_pose")[0].size, nodes, timeout,
                   "no ~/current_pose")  # recording before the demo starts, as closed_loop
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "cartesian_demo", [], {"use_sim_time": True, **(demo_params or {})},
-            log_dir=log_dir, env=env))
+            log_dir=log_dir, env=env)
         demo = lambda: node_status(recorder, "cartesian_demo")  # noqa: E731
         _wait_for(lambda: demo().get("message") == "done", nodes, timeout,
                   "cartesian_demo not done")
         time.sleep(0.5)  # the last poses and a /diagnostics
     finally:
-        codes = {node.name: node.stop() for node in reversed(nodes)}
-        logs = {node.name: node.log() for node in nodes}
+        codes = nodes.stop()
+        logs = nodes.logs()
         recorder.close()
         rclpy.try_shutdown()
         bag_counts = recorder.tap.write(bag) if bag else None  # a failed run is kept too

@@ -125,3 +125,22 @@ class NodeProcess:
         if not self._log.closed:
             self._log.flush()
         return self.log_path.read_text(errors="replace")
+
+
+class ProcessSet(list):
+    """The node processes of one run, in the order they started. stop() stops them last started
+    first (the simulator before the controller, so that it does not count the states a stopped
+    controller leaves unanswered) and returns {name: exit code}; call it before the caller's
+    own rclpy goes down, so that no node outlives the graph it was tested in.
+    """
+
+    def start(self, name, params_files=(), params=None, **kwargs):
+        """A NodeProcess started now, kept in the set: NodeProcess's arguments."""
+        self.append(NodeProcess(name, params_files, params, **kwargs))
+        return self[-1]
+
+    def stop(self):
+        return {node.name: node.stop() for node in reversed(self)}
+
+    def logs(self):
+        return {node.name: node.log() for node in self}

@@ -60,15 +60,15 @@ def teach_loop(arm, out, domain=None):
     client = TeachClient(node)
     push = node.create_publisher(WrenchStamped, "/dynamics_simulator/external_wrench", 10)
     env = processes.loop_env()
-    nodes = []
+    nodes = processes.ProcessSet()
     try:
-        nodes.append(processes.NodeProcess(
+        nodes.start(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
             {**common, "use_sim_time": True, "teach.folder": str(folder)}, log_dir=log_dir,
-            env=env))
-        nodes.append(processes.NodeProcess(
+            env=env)
+        nodes.start(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], common,
-            log_dir=log_dir, env=env))
+            log_dir=log_dir, env=env)
         client.wait_ready(timeout=300.0)  # a first run compiles the kernels
         start_q = client.position(chain.joint_names)
         client.set_mode("teach")
@@ -96,7 +96,7 @@ def teach_loop(arm, out, domain=None):
             client.keep = False
             kept, status = list(client.kept), dict(client.status)
     finally:
-        codes = {n.name: n.stop() for n in reversed(nodes)}
+        codes = nodes.stop()
         node.destroy_node()
         rclpy.try_shutdown()
     t_rec, q_rec = teach.read_motion(path, chain.joint_names)
