@@ -9,7 +9,7 @@ that does this.
 2. pushes the first hand with `force` (N, base axes) on the simulator's ~/external_wrench for
    `push_time` s, and lets go.
 
-bimanual_loop returns the recording; bimanual_figures the figures the tree issue checks.
+bimanual_loop returns the recording; bimanual_figures the figures the tree tests check.
 """
 
 import os

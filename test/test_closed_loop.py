@@ -4,7 +4,7 @@ The installed console scripts run with the parameters of config/*.yaml (harness/
 on simulation time, with the simulator synchronous (it waits for the command answering each
 state), so that the result does not depend on the machine's load. At real time: as fast as it
 goes (a real-time factor of about 4.5 here), the test's Python recorder falls behind. References:
-the issue's bounds, RMS tracking error below 1e-3 rad on every joint of the default arm with
+the README's bounds, RMS tracking error below 1e-3 rad on every joint of the default arm with
 computed torque, and at least 10x below gravity_pd with the same gains.
 """
 

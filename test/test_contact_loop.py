@@ -4,7 +4,7 @@ time), pushed through the simulator's ~/external_wrench, judged from the control
 
 References: the push itself, and the simulator's truth ~/applied_external_joint_torques (J^T w);
 the controller publishes franka_ros2's sign, what the robot applies: minus both. Tolerance 1 %
-(the issue's), 0.4 s of simulated time after the push starts (20 observer time constants).
+(docs/contact.md's), 0.4 s of simulated time after the push starts (20 observer time constants).
 """
 
 import time

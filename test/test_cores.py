@@ -201,7 +201,7 @@ def test_after_warm_up_a_switch_of_mode_compiles_nothing(tmp_path):
 
 
 def test_simulator_noise_is_on_what_is_published_only(chain):
-    """noise.* (issue 31's simulated sensors): the published q, qd and effort differ from the
+    """noise.* (the simulated sensors): the published q, qd and effort differ from the
     true state by white noise of the asked standard deviations (sample std of 4000 states
     within 5 %, mean within 4 sigma / sqrt(4000)), the true state is the physics' own, a seed
     repeats a run, and without noise the published arrays are the true ones.

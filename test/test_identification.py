@@ -158,9 +158,9 @@ def test_the_excitation_is_at_rest_at_both_ends_and_inside_the_limits(default_se
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_noise_free_identification_recovers_the_truth(default_setup, seed):
-    """A perturbed truth (identification.perturbed: issue 31's recipe) seen through its exact
-    states and torques: the base parameters within 0.5 % (relative norm), friction within 1 %,
-    and a held-out trajectory's torques within 0.5 % of each joint's RMS; the nominal model
+    """A perturbed truth (identification.perturbed: the identification tests' recipe) seen through
+    its exact states and torques: the base parameters within 0.5 % (relative norm), friction within
+    1 %, and a held-out trajectory's torques within 0.5 % of each joint's RMS; the nominal model
     is far off by the same measure (> 10 %), so the check has teeth.
     """
     chain, base, trajectory, _, held_out = default_setup
@@ -278,9 +278,9 @@ def test_the_identified_urdf_loads_as_the_fit(name):
 
 
 def recording(truth, trajectory, seed, periods=2, sigma_q=1e-4, effort_share=0.01):
-    """A 1 kHz recording of the truth following the trajectory exactly, with issue 31's noise:
-    sigma_q on q and effort_share of each joint's RMS torque on the efforts -> (t, q, effort,
-    the true torques, each joint's RMS torque).
+    """A 1 kHz recording of the truth following the trajectory exactly, with the identification
+    tests' noise: sigma_q on q and effort_share of each joint's RMS torque on the efforts -> (t, q,
+    effort, the true torques, each joint's RMS torque).
     """
     t = np.arange(0.0, periods * trajectory.period, 1e-3)
     q, qd, qdd = trajectory(t)
@@ -294,7 +294,7 @@ def recording(truth, trajectory, seed, periods=2, sigma_q=1e-4, effort_share=0.0
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_identification_through_the_signal_chain_with_noise(default_setup, seed):
-    """Issue 31's noisy case, in process: sigma_q = 1e-4 rad and effort noise of 1 % of each
+    """The noisy case, in process: sigma_q = 1e-4 rad and effort noise of 1 % of each
     joint's RMS torque, through signals.prepare (filtering, differentiation, the samples kept)
     and the weighted fit: the base parameters within 3 % of the truth's (relative norm), the
     held-out trajectory's torques within 3 % of each proximal joint's RMS and 5 % on the wrist
@@ -326,8 +326,8 @@ def test_the_position_filter_follows_the_recordings_noise(default_setup):
     """signals.position_noise reads a known white noise's sigma from the third differences of
     the excitation (within 5 %: the MAD of 20k samples a joint varies by about 1 %), and
     position_cutoff picks the highest cutoff whose noise in qdd stays under 2 % of the
-    motion's RMS qdd: 20 Hz without noise, the lowest, 5 Hz, at 1e-3 rad, and at issue 31's
-    1e-4 rad the cutoff that the known noise itself, filtered and differentiated twice, shows
+    motion's RMS qdd: 20 Hz without noise, the lowest, 5 Hz, at 1e-3 rad, and at the identification
+    tests' 1e-4 rad the cutoff that the known noise itself, filtered and differentiated twice, shows
     to be the highest under 2 % (within a quarter of it: the rule is spectral, this measures
     one draw). Which one that is depends on the optimized excitation's RMS qdd, which moves
     with the machine's floating point: 10 Hz (1.9 %) on one machine, 7 Hz on another, where
@@ -387,7 +387,8 @@ def test_huber_weights_take_the_pull_of_a_few_bad_rows_away():
 def test_states_the_recorder_missed_split_the_recording_and_bias_nothing(default_setup):
     """A recording with 40 gaps of 5 to 60 ms (states a starved recorder lost; 62 ms seen over
     DDS under load): signals.prepare takes each stretch alone, and the base parameters from
-    the exact torques stay within issue 31's noise-free 0.5 % of the truth's (relative norm).
+    the exact torques stay within the identification tests' noise-free 0.5 % of the truth's
+    (relative norm).
     """
     require("scipy.signal")
     chain, base, trajectory, _, _ = default_setup

@@ -29,10 +29,10 @@ SIM_EFFORT_DELAY = 0.0005
 
 def closed_loop_figures(chain, truth, trajectory, held_out, noise_seed=None, periods=2,
                         source=DEFAULT_ARM, **load):
-    """Issue 31's closed loop, in process: the nominal controller drives the truth through
+    """The identification's closed loop, in process: the nominal controller drives the truth through
     `periods` of the excitation and one of the validation run; identify() fits their
-    recordings (applied effort, measured q; with noise_seed, issue 31's noise added to both:
-    sigma_q = 1e-4 rad, effort 1 % of each joint's RMS); then on the held-out trajectory,
+    recordings (applied effort, measured q; with noise_seed, the identification tests' noise added
+    to both: sigma_q = 1e-4 rad, effort 1 % of each joint's RMS); then on the held-out trajectory,
     computed torque with integral off given the nominal, the identified and the true URDF.
     The identified URDF is written into `source`, the file the chain came from (load: its
     load_chain keywords), and loaded back from that text.
@@ -64,7 +64,7 @@ def without_friction(truth):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_closed_loop_within_1_5x_of_the_true_urdf(default_setup, seed):
-    """Issue 31's truth, with its damping and Coulomb friction, simulated as a real arm
+    """The perturbed truth, with its damping and Coulomb friction, simulated as a real arm
     (REAL_ARM_SUBSTEPS), and 20 s of excitation: the identified URDF tracks the held-out
     trajectory within 1.5x of the controller given the true URDF (1.21x, 1.31x, 1.44x seen,
     the same on every machine since pivoted_qr breaks ties alike) and at least 10x better than
@@ -83,9 +83,9 @@ def test_closed_loop_within_1_5x_of_the_true_urdf(default_setup, seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_closed_loop_with_noise_within_2_5x_of_the_true_urdf(default_setup, seed):
-    """The same with issue 31's noise on both recordings (sigma_q = 1e-4 rad, effort 1 % of
-    each joint's RMS) and 60 s of excitation, the benchmark's length: within 2.5x of the truth
-    and at least 5x better than the nominal URDF. Seen: 1.44x, 2.29x, 1.97x (with the ties of
+    """The same with the identification tests' noise on both recordings (sigma_q = 1e-4 rad, effort
+    1 % of each joint's RMS) and 60 s of excitation, the benchmark's length: within 2.5x of the
+    truth and at least 5x better than the nominal URDF. Seen: 1.44x, 2.29x, 1.97x (with the ties of
     pivoted_qr broken by the first column in pivot order: 3.33x, 1.77x, 2.66x; the bound holds
     for this pipeline's excitation, see above); before the excitation kept out of the
     controller's limits, 1.88x, 1.51x, 1.76x over the whole range; 80 s left seed 1 at
@@ -138,7 +138,7 @@ def real_arm_setup(name):
 @pytest.mark.parametrize("name,seen", [("ur5", "0.98x, 1201x"), ("panda", "1.11x, 1115x"),
                                        ("ur10", "1.31x, 1762x")])
 def test_a_real_arms_own_file_identified_tracks_within_1_5x_of_the_truth(name, seen):
-    """Issue 40: example-robot-data's files, unchanged (the UR5's and UR10's with their
+    """Example-robot-data's files, unchanged (the UR5's and UR10's with their
     <transmission>s, the Panda's with its hand and fingers lumped into panda_link7); the truth a
     perturbed copy with viscous and Coulomb friction and a 1 kg tool, the excitation from the
     simulator's default start, where make identify starts. The identified URDF, written into

@@ -29,7 +29,7 @@ ARMS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", 86)}
 def test_identify_on_a_simulated_real_arm(name, tmp_path):
     """identify runs both goals through the controller's action, records them as rosbag2
     folders that read back with the arm's joints, and writes a URDF that loads; on the
-    validation run the identified model's torque error is within issue 31's 3 % of each
+    validation run the identified model's torque error is within the 3 % of each
     proximal joint's RMS and 5 % on the wrist, and at most a fifth of the nominal URDF's (0.04
     to 0.25 % against 23 to 58 % seen: the simulator's effort read half a step late, as it
     is held over the step before each state, and the stretches between states the recorder
@@ -38,8 +38,8 @@ def test_identify_on_a_simulated_real_arm(name, tmp_path):
     docs/identification.md: 1.13x and 1.18x seen since the excitation keeps out of the
     controller's limits, where nothing clips it: in process no rate-limited tick and no barrier
     over the excitation). The URDF identify wrote keeps the fitted friction on the joints
-    (issue 40's defect wrote it into the transmissions) and tracks the held-out trajectory
-    in the synchronous in-process loop (which reproduced the DDS loop to 4 digits on the
+    (a writer that searched the whole tree wrote it into the transmissions) and tracks the held-out
+    trajectory in the synchronous in-process loop (which reproduced the DDS loop to 4 digits on the
     default arm), within 1.5x of the true URDF (1.03x seen on the UR5, 1.27x on the Panda).
     Over DDS, the demo trajectory on the truth (simulated as a real arm: harness.loop gives
     sim_urdf REAL_ARM_SUBSTEPS), computed torque with integral off: at least 10x better given

@@ -1,4 +1,4 @@
-"""Safe on a real arm (issue 41): the guard stage's barriers at the joint limits, the velocity
+"""Safe on a real arm: the guard stage's barriers at the joint limits, the velocity
 damping and its fault, the walls, the soft start and teach mode, on the controller and
 simulator cores in lockstep (the synchronous loop without DDS), on our arm and real arms of
 example-robot-data, with no parameter set but the scenario's.

@@ -3,7 +3,7 @@ computed-torque control on every arm of example-robot-data.
 
 References: the optimality conditions of the velocity step (an identity), closed forms for one
 joint under constant torque, energy (K + P never rises with no input, beyond discretization
-error that shrinks with the step), and the tracking bounds of issue 10.
+error that shrinks with the step), and the tracking bounds of docs/simulator.md.
 """
 
 import numpy as np
@@ -27,7 +27,7 @@ ARMS = arm_paths()
 
 
 def test_the_sweep_covers_the_arms_users_have():
-    # the issue's stiff arms and the usual industrial ones must be in it
+    # the stiff arms and the usual industrial ones must be in it
     for name in ("xarm7.urdf", "z1.urdf", "tiago_no_hand.urdf", "ur5_robot.urdf", "so101.urdf"):
         assert any(path.endswith(name) for path in ARMS), name
     assert len(ARMS) >= 20
@@ -168,7 +168,7 @@ def test_a_damped_arm_loses_energy_at_every_step():
 @pytest.mark.parametrize("rel", [a for a in ARMS if a.endswith(("xarm7.urdf", "z1.urdf",
                                                                   "tiago_no_hand.urdf"))])
 def test_gravity_compensated_arm_comes_to_rest(rel):
-    # Issue 10's measurement: 0.2 rad/s on every joint, gravity compensation only, 2 s.
+    # The measurement: 0.2 rad/s on every joint, gravity compensation only, 2 s.
     # Explicit damping blew up (xArm7, Tiago) or kept moving at 0.6 to 1.9 rad/s (Z1).
     chain = load_arm(rel)
     sim = Simulation(chain, bent_pose(chain), 1e-3)

@@ -3,7 +3,7 @@ separate processes (harness/loop.py: closed_loop), synchronous on simulation tim
 
 The simulator carries 1.5 kg 0.1 m beyond the default arm's tip link, starting from a bent
 pose so that the payload loads the arm. References: the same loop with the payload declared
-to the controller from the start (matched model), and the issue's bounds.
+to the controller from the start (matched model), and docs/controller.md's bounds.
 """
 
 import sys

@@ -5,7 +5,7 @@ simulation time, and a client that lifts the torso 0.1 m through the nullspace p
 (~/target_joint) and then pushes the left hand with (10, 0, 5) N on the simulator's
 ~/external_wrench.
 
-References, as the tree issue states them: both hands held within 1 mm while the torso joint
+References, as docs/cartesian.md states them: both hands held within 1 mm while the torso joint
 moves; under a push on one hand, that hand moves by F/K within 2 % (the closed form of the
 static stiffness, dyn_control.controller.cartesian; K = 500 N/m, the default), and the other by
 under 2 % of that.

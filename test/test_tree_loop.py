@@ -1,9 +1,9 @@
 """A torso under two arms in the closed loop over DDS: one simulator, one controller, one
 trajectory over every joint of the tree (torso and both arms), synchronous on simulated time.
 
-Reference: the tree issue's bound, RMS tracking error below 1e-3 rad (or m, for the torso lift)
-on every joint with computed torque; every joint really moves, and every process exits 0.
-Arms: urdf/dual_arm.urdf (shipped: a torso lift under two copies of the default arm), and
+Reference: the trees' bound (docs/dynamics.md), RMS tracking error below 1e-3 rad (or m, for the
+torso lift) on every joint with computed torque; every joint really moves, and every process exits
+0. Arms: urdf/dual_arm.urdf (shipped: a torso lift under two copies of the default arm), and
 Tiago++ of example-robot-data (a torso lift under two 7-joint arms, with its own stiff damping
 and friction), whose joints are given as parameters, as a user of their own tree would.
 """

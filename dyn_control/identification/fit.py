@@ -1,6 +1,6 @@
 """Identification of an arm's inertial and friction parameters, pure numpy over the
-compiled kernels. What is here so far: the joint torque regressor, the parameter vector and
-the base parameters.
+compiled kernels: the joint torque regressor, the parameter vector, the base parameters, the
+fits (least squares, weighted, Huber, physically consistent) and the identified URDF.
 
     tau = Y(q, qd, qdd) pi,   pi = (pi_1 ... pi_n, viscous (n), Coulomb (n), offset (n))
 
