@@ -353,6 +353,29 @@ class ControllerCore(Events):
         """The compute time, for the log."""
         return self.stats.report()
 
+    @property
+    def trajectory(self):
+        """The trajectory the joint modes follow now (a hold is one too), or None."""
+        return self.goals.trajectory
+
+    @property
+    def cartesian_task(self):
+        """cartesian_impedance's task (its targets, per ee_link), or None in other modes."""
+        return self.target.task
+
+    @property
+    def observing(self):
+        """Whether the external-torque observer runs."""
+        return self.contact.observer is not None
+
+    def external_torques(self):
+        """(n,) the external joint torques the arm feels, the observer's estimate (observing)."""
+        return self.contact.observer.felt
+
+    def contact_wrenches(self, q):
+        """(links, 6) the wrench the observer reads at each ee_link at q (observing)."""
+        return self.contact.current_wrenches(q)
+
 
 def warm_up(settings):
     """Compile or load every kernel a controller can run, on throwaway cores: a tick, a goal

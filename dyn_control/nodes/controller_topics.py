@@ -129,11 +129,11 @@ class ContactTopics:
 
     def publish(self, t, core):
         """The estimate at state time t, a period after the last (either way: a restart)."""
-        if abs(t - self.time) < self.period - 1e-6 or core.contact.observer is None:
+        if abs(t - self.time) < self.period - 1e-6 or not core.observing:
             return
         self.time = t
-        self.torque_pub.publish(self.torque_msg.fill(t, -core.contact.observer.felt))
-        forces = core.contact.current_wrenches(core.state[1])
+        self.torque_pub.publish(self.torque_msg.fill(t, -core.external_torques()))
+        forces = core.contact_wrenches(core.state[1])
         messages.set_stamp(self.wrench_msg.header.stamp, t)
         w = self.wrench_msg.wrench
         for pub, F in zip(self.wrench_pubs, -forces):

@@ -44,7 +44,7 @@ class MarkerTopic:
         chain = core.model
         hands = core.settings.cartesian.ee_link
         markers = []
-        trajectory = core.goals.trajectory
+        trajectory = core.trajectory
         if trajectory is not self.path_of:
             self.path_of = trajectory
             moving = trajectory is not None and trajectory.knots[-1] > 0  # not a hold
@@ -53,15 +53,14 @@ class MarkerTopic:
             markers.append(self._marker("desired_path", k, Marker.LINE_STRIP, t, points=points))
         for k in range(len(self.paths), len(hands)):
             markers.append(self._delete("desired_path", k))
-        task = core.target.task
+        task = core.cartesian_task
         for k in range(len(hands)):
             if task is not None and k < len(task.targets):
                 R, p = task.targets[k]
                 markers.append(self._marker("target", k, Marker.ARROW, t, pose=(R, p)))
             else:
                 markers.append(self._delete("target", k))
-        forces = (None if core.contact.observer is None
-                  else core.contact.current_wrenches(q)[:, :3])
+        forces = core.contact_wrenches(q)[:, :3] if core.observing else None
         for k, link in enumerate(hands):
             f = None if forces is None or k >= len(forces) else forces[k]
             if f is not None and np.linalg.norm(f) > PUSH_SHOWN_N:
