@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 # The controller's modes and the defaults the tables show, in one place: the laws, the barriers
 # and the simulator take theirs from here.
-MODES = ("computed_torque", "feedforward", "gravity_pd")  # the joint-space laws (controller.laws)
+# the joint-space laws (controller.laws), which controller.laws.register_mode extends
+MODES = ["computed_torque", "feedforward", "gravity_pd"]
 TEACH = "teach"  # the controller mode of TeachLaw
 CARTESIAN_IMPEDANCE = "cartesian_impedance"  # the controller mode of CartesianLaw
 DEFAULT_KP = 400.0  # 1/s^2: natural frequency 20 rad/s (config/controller.yaml says the same)
@@ -50,19 +51,20 @@ class Param:
     """One parameter. default None: unset (any type; the node derives the value). `choices`,
     or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
     per-joint values (a scalar or one per joint) are checked where the joint count is known.
-    `any_type` allows a scalar or a list (ROS's dynamic typing); `run_time`, whether `ros2 param
-    set` may change it. `number`: the value is a finite number (an integer for a float too),
-    or with `any_type` a list of them; a boolean or a string is refused, never read as 1.0
-    (default: whether the default is a number; None is unset). A name with `<joint>` in it
-    stands for one parameter per controlled joint (JTC's `constraints.<joint>.goal`), declared
-    once the joints are known (Table.for_joints).
+    `choices` may be a function that returns them, read at each check (the controller's modes,
+    which controller.laws.register_mode extends). `any_type` allows a scalar or a list (ROS's
+    dynamic typing); `run_time`, whether `ros2 param set` may change it. `number`: the value is a
+    finite number (an integer for a float too), or with `any_type` a list of them; a boolean or a
+    string is refused, never read as 1.0 (default: whether the default is a number; None is unset).
+    A name with `<joint>` in it stands for one parameter per controlled joint (JTC's
+    `constraints.<joint>.goal`), declared once the joints are known (Table.for_joints).
     """
 
     name: str
     default: object
     description: str
     run_time: bool = True
-    choices: tuple = ()
+    choices: object = ()  # a tuple, or a function returning one
     low: float = None
     high: float = None
     open_low: bool = False
@@ -83,8 +85,9 @@ class Param:
         name = name or self.name
         if self.number:
             self._check_number(value, name)
-        if self.choices and value not in self.choices:
-            raise ValueError(f"{name} must be one of {', '.join(self.choices)}, got {value!r}")
+        choices = self.choices() if callable(self.choices) else self.choices
+        if choices and value not in choices:
+            raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
         if self.low is None and self.high is None:
             return
         ok = _is_number(value) and math.isfinite(value)
@@ -345,7 +348,7 @@ CONTROLLER = Table(
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q, q̇_d, q̈_d) + "
           "PD), `gravity_pd` (g(q) + PD), `cartesian_impedance` ([cartesian.md](cartesian.md)) or "
           "`teach` (move the arm by hand: [real_arm.md](real_arm.md))",
-          choices=(*MODES, CARTESIAN_IMPEDANCE, TEACH)),
+          choices=lambda: (*MODES, CARTESIAN_IMPEDANCE, TEACH)),
     Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True),
     Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
           "response", any_type=True, shown_default="unset = 2√kp", number=True),

@@ -53,6 +53,12 @@ the heavy shoulder's as the light wrist's (with c I(q), each joint's inertia wit
 free, a push on the default arm still moved it 0.9 rad in the 4 s after it ended). B qd at the
 measured qd cancels damping that acts through the period, as the simulator's implicit step
 takes it: the arm moves as if it had none.
+
+A joint-space mode of your own: register_mode(name, torque), with `torque` a compiled function
+that fills tau (n,) from the model and workspace arrays, the state, the desired state and what
+every mode shares (e, ed, v, the integral, the gains, the damping to compensate, the period). The
+errors, the integral, the friction compensation and the saturation stay the package's, and the
+controller, its parameter table and its checks take the new name (test_modes.py registers one).
 """
 
 import math
@@ -67,15 +73,18 @@ from dyn_control.kernels.newton_euler import NO_WRENCH
 from dyn_control.model.chain import as_limit
 from dyn_control.model.layout import Data
 from dyn_control.parameters import (
+    CARTESIAN_IMPEDANCE,
     DEFAULT_FRICTION_DEADBAND,
     DEFAULT_INTEGRAL_LIMIT,
     DEFAULT_PERIOD,
     EFFORT_RISE,
     MODES,
+    TEACH,
 )
 
 TEACH_FRICTION_BAND = 0.01  # rad/s: teach's friction compensation fades out below it
 COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
+REGISTERED = {}  # a registered joint-space mode's name -> its compiled torque (register_mode)
 
 
 def gain_vector(value, n, name):
@@ -182,19 +191,8 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
     to compensate (zeros: none), limits (saturation, may be inf). deadband (rad) and period (s)
     are scalars. integral (n,) is updated in place by e dt, and cleared where ki is 0.
     """
+    e, ed, v = _errors(kp, kd, ki, integral_limit, wrap, q, qd, q_d, qd_d, qdd_d, integral, dt)
     n = q.shape[0]
-    e, ed, v = np.empty(n), np.empty(n), np.empty(n)
-    for i in range(n):
-        err = q_d[i] - q[i]
-        if wrap[i]:
-            err = wrapped(err)
-        e[i] = err
-        ed[i] = qd_d[i] - qd[i]
-        if ki[i] > 0:
-            integral[i] = min(max(integral[i] + err * dt, -integral_limit[i]), integral_limit[i])
-        else:
-            integral[i] = 0.0
-        v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
     model = (mvec, mrot, ints, vecs, rots, mats)
     tau = np.empty(n)
     if mode == COMPUTED_TORQUE:
@@ -212,11 +210,48 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
         for i in range(n):  # the damping as computed_torque takes it, with I for M
             pd = kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i]
             tau[i] += (inertia[i] + period * damping[i]) * pd + damping[i] * qd[i]
+    return _finish(tau, e, ed, kp, kd, qd_d, friction, deadband, limits)
+
+
+@jit
+def _errors(kp, kd, ki, integral_limit, wrap, q, qd, q_d, qd_d, qdd_d, integral, dt):
+    """(e, ed, v) of the module docstring, each (n,); the integral updated in place."""
+    n = q.shape[0]
+    e, ed, v = np.empty(n), np.empty(n), np.empty(n)
     for i in range(n):
+        err = q_d[i] - q[i]
+        if wrap[i]:
+            err = wrapped(err)
+        e[i] = err
+        ed[i] = qd_d[i] - qd[i]
+        if ki[i] > 0:
+            integral[i] = min(max(integral[i] + err * dt, -integral_limit[i]), integral_limit[i])
+        else:
+            integral[i] = 0.0
+        v[i] = qdd_d[i] + kd[i] * ed[i] + kp[i] * err + ki[i] * integral[i]
+    return e, ed, v
+
+
+@jit
+def _finish(tau, e, ed, kp, kd, qd_d, friction, deadband, limits):
+    """Every mode's end: the friction compensation added to tau, then the saturation."""
+    for i in range(tau.shape[0]):
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband
             pull, band = kp[i] * e[i] + kd[i] * qd_d[i], kp[i] * deadband
             tau[i] += friction[i] * friction_share(pull, band)
     return saturate(tau, limits), e, ed
+
+
+def register_mode(name, torque):
+    """Add a joint-space mode: `torque(mvec, mrot, ints, vecs, rots, mats, q, qd, q_d, qd_d,
+    qdd_d, e, ed, v, integral, kp, kd, ki, damping, period, tau)`, compiled, fills tau (n,)
+    before friction and saturation (the module docstring). The name joins MODES, which the
+    controller's `mode` parameter, its checks and its goals read.
+    """
+    if name in MODES or name in (CARTESIAN_IMPEDANCE, TEACH):
+        raise ValueError(f"mode {name!r} exists already")
+    REGISTERED[name] = torque
+    MODES.append(name)
 
 
 class ControlLaw:
@@ -247,16 +282,30 @@ class ControlLaw:
         self.integral = np.zeros(n) if integral is None else np.array(integral, dtype=float)
         self.integral[self.ki == 0] = 0.0  # ki set to 0 resets its integral
         self.data = Data(chain.pack)  # the law's workspace
+        self._torque = REGISTERED.get(self.mode)
+        self.wrap = np.array(chain.continuous)  # writable: numba's fast dispatch path
         self._args = (*self.data.args, MODES.index(self.mode),
-                      self.kp, self.kd, self.ki, self.integral_limit,
-                      np.array(chain.continuous),  # writable: numba's fast dispatch path
+                      self.kp, self.kd, self.ki, self.integral_limit, self.wrap,
                       self.damping, self.friction, self.deadband, self.period, self.limits)
 
     def __call__(self, q, qd, q_d, qd_d, qdd_d, dt=0.0):
         c = self.chain
-        return _law(*self._args, as_vector(c, q, "q"), as_vector(c, qd, "qd"),
-                    as_vector(c, q_d, "q_d"), as_vector(c, qd_d, "qd_d"),
-                    as_vector(c, qdd_d, "qdd_d"), self.integral, float(dt))
+        q, qd = as_vector(c, q, "q"), as_vector(c, qd, "qd")
+        q_d, qd_d, qdd_d = (as_vector(c, q_d, "q_d"), as_vector(c, qd_d, "qd_d"),
+                            as_vector(c, qdd_d, "qdd_d"))
+        if self._torque is None:
+            return _law(*self._args, q, qd, q_d, qd_d, qdd_d, self.integral, float(dt))
+        return self._registered(q, qd, q_d, qd_d, qdd_d, float(dt))
+
+    def _registered(self, q, qd, q_d, qd_d, qdd_d, dt):
+        """A registered mode: the shared errors, its torque, the shared friction and clip."""
+        e, ed, v = _errors(self.kp, self.kd, self.ki, self.integral_limit, self.wrap, q,
+                           qd, q_d, qd_d, qdd_d, self.integral, dt)
+        tau = np.empty(self.chain.n)
+        self._torque(*self.data.args, q, qd, q_d, qd_d, qdd_d, e, ed, v, self.integral,
+                     self.kp, self.kd, self.ki, self.damping, self.period, tau)
+        return _finish(tau, e, ed, self.kp, self.kd, qd_d, self.friction, self.deadband,
+                       self.limits)
 
     @classmethod
     def gravity(cls, chain, limits):
