@@ -181,10 +181,14 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
         nodes.start("trajectory_demo", [processes.config("demo")],
                     {**common, "use_sim_time": True, "duration": 10.0}, log_dir=out, env=env)
         demo = lambda: rec.diagnostics.get("trajectory_demo", {})  # noqa: E731
-        _until(lambda: demo().get("message") not in (None, "waiting"), nodes, timeout, "the goal")
-        # the pushes go out at once, each stamped with its simulated time: the simulator
-        # applies it then, whatever the load on this process
-        start = rec.now()
+        controller = lambda: rec.diagnostics.get("computed_torque_controller", {})  # noqa: E731
+        _until(lambda: "trajectory_start_s" in controller(), nodes, timeout,
+               "the trajectory's start")
+        # the pushes go out at once, each stamped with its simulated time from the trajectory's
+        # start as the controller reports it: the simulator applies each then, so it lands at
+        # the same point of the motion whatever the load (stamped from the latest state heard,
+        # the UR5's estimate was 0.8 % to 3.9 % off, by where in the motion the push fell)
+        start = float(controller()["trajectory_start_s"])
         for name, at, wrench in (("push", 3.0, PUSH), ("push_end", 4.5, np.zeros(6)),
                                  ("collision", 6.0, COLLISION)):
             rec.push(wrench, start + at)

@@ -21,9 +21,10 @@ def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
     every process stopped with 0 (the exit code), the plot written under the arm's name; and
     where the recording caught the push, its estimate on the moving arm within 3 % (r is a
     filter of J(q)^T w while q moves, so the share depends on where in the motion the push
-    lands, which the wall clock sets: 0.9 to 2.11 % seen on the default arm, 0.80 % on the
-    UR5; the joint torques against the truth through the filter were 0.01 % in the same run;
-    at rest test_contact_loop holds 1 %).
+    lands; the harness stamps the pushes from the trajectory's start as the controller reports
+    it, so they land at the same point of the motion on every run: 0.90 % on the default arm,
+    0.70 % and 0.71 % on the UR5; stamped from the latest state heard, the UR5's was 0.80 % to
+    3.92 %; at rest test_contact_loop holds 1 %).
     """
     from conftest import robots_dir
     args, domain = ARMS[name]
