@@ -313,8 +313,9 @@ def observer_tick(quick):
     from dyn_control.controller.settings import controller_settings
     from dyn_control.parameters import CONTROLLER
     values = {"ee_link": "panda_hand"}
-    core = ControllerCore(controller_settings(
-        chain, lambda name: values[name] if name in values else CONTROLLER[name].default))
+    core = ControllerCore(controller_settings(chain, CONTROLLER.read(
+        lambda name: values[name] if name in values else CONTROLLER.find(name).default,
+        chain.joint_names)))
     rest, g = np.zeros(chain.n), momentum_terms(chain, q, np.zeros(chain.n))[2]
     stage = per_call_us(lambda: core.contact.observe((next(clock) * 1e-3, q, rest), g),
                         budget=budget)

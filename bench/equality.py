@@ -14,6 +14,7 @@ Only public names are called, so the two revisions may differ in everything priv
 
 import argparse
 import contextlib
+import inspect
 import io
 import os
 import pathlib
@@ -176,6 +177,8 @@ def ticks(chain, rng):
         else:
             controller_settings = module("controller.settings",
                                          "stages.settings").controller_settings
+            if "value" not in inspect.signature(controller_settings).parameters:
+                values = CONTROLLER.read(values, chain.joint_names)  # typed settings
             core = controller_core.ControllerCore(controller_settings(chain, values))
         q0 = default_initial_positions(chain)
         sim = Simulation(chain, q0, integrator="rk4")

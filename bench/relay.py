@@ -9,7 +9,7 @@ executor parameter, same signal handling), so the two differ only by the control
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from dyn_control.nodes.params import declare_parameters, reliability
+from dyn_control.nodes.params import declare_parameters, read_parameters, reliability
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import QOS_RELIABILITY, Table
 
@@ -19,11 +19,13 @@ class Relay(ProcessNode):
 
     def __init__(self):
         super().__init__()
-        declare_parameters(self, Table(QOS_RELIABILITY))
+        table = Table("relay", QOS_RELIABILITY)
+        declare_parameters(self, table)
         self.effort_pub = self.create_publisher(Float64MultiArray, "/effort_controller/commands",
                                                 10)
         self.reference_pub = self.create_publisher(JointState, "~/reference", 10)
-        self.create_subscription(JointState, "/joint_states", self._on_state, reliability(self))
+        self.create_subscription(JointState, "/joint_states", self._on_state,
+                                 reliability(read_parameters(self, table)))
 
     def _on_state(self, msg):
         self.effort_pub.publish(Float64MultiArray(data=list(msg.position)))

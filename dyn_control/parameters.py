@@ -9,7 +9,11 @@ Pure Python: the nodes turn an entry into a ROS declaration (dyn_control.nodes.p
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, make_dataclass, replace
+
+import numpy as np
+
+from dyn_control.model.chain import to_chain_order
 
 # The controller's modes and the defaults the tables show, in one place: the laws, the barriers
 # and the simulator take theirs from here.
@@ -51,6 +55,8 @@ class Param:
     """One parameter. default None: unset (any type; the node derives the value). `choices`,
     or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
     per-joint values (a scalar or one per joint) are checked where the joint count is known.
+    `per_joint`: GAINS (a scalar or one finite value >= 0 per joint) or POSITIONS (one finite
+    value per joint), read by Table.read into an array in chain order (unset: None).
     `choices` may be a function that returns them, read at each check (the controller's modes,
     which controller.laws.register_mode extends). `any_type` allows a scalar or a list (ROS's
     dynamic typing); `run_time`, whether `ros2 param set` may change it. `number`: the value is a
@@ -71,6 +77,7 @@ class Param:
     any_type: bool = False
     shown_default: str = None  # how docs/parameters.md shows the default, if not the value
     number: bool = None
+    per_joint: str = None  # GAINS or POSITIONS
 
     def __post_init__(self):
         if self.number is None:
@@ -121,16 +128,56 @@ class Param:
         return f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
 
 
+    def read(self, value, n, order):
+        """The value as settings hold it: per-joint values (in `joints` order, order[i] the
+        chain index of the i-th) as an array in chain order, a list as a tuple. ValueError
+        names the parameter and the value.
+        """
+        if self.per_joint is None:
+            listed = isinstance(value, Sequence) and not isinstance(value, str)
+            return tuple(value) if listed else value
+        if unset(value):
+            return None
+        values = (gain_vector(value, n, self.name) if self.per_joint == GAINS
+                  else positions(value, n, self.name))
+        return values if order is None else to_chain_order(values, order)
+
+
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+GAINS, POSITIONS = "gains", "positions"  # Param.per_joint
+
+
+def gain_vector(value, n, name):
+    """A scalar or one value per joint -> (n,) finite, non-negative array; ValueError names it."""
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    if arr.ndim != 1 or arr.size not in (1, n):
+        raise ValueError(f"{name} must be a scalar or {n} values, got {arr.tolist()}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {arr.tolist()}")
+    return np.broadcast_to(arr, (n,)).copy()
+
+
+def positions(value, n, name):
+    """n finite positions (rad or m, any sign) -> (n,) array; ValueError names it."""
+    values = np.atleast_1d(np.asarray(value, dtype=float))
+    if values.shape != (n,) or not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be {n} finite values, got {values.tolist()}")
+    return values
 
 
 JOINT = "<joint>"
 
 
 class Table:
-    def __init__(self, *params):
+    """A node's parameters (its name: the settings' class name, as `Controller`)."""
+
+    def __init__(self, name, *params):
+        self.name = name
         self.params = {p.name: p for p in params}
+        self._classes = {}  # (a group's path, its fields) -> its frozen dataclass
         # a per-joint entry matches its names: constraints.<joint>.goal -> constraints.X.goal
         self._per_joint = [(re.compile(re.escape(p.name).replace(re.escape(JOINT), "[^.]+") + "$"),
                             p)
@@ -156,6 +203,41 @@ class Table:
         """The per-joint entries, one per joint: what a node declares once it has its model."""
         return [replace(p, name=p.name.replace(JOINT, joint)) for _, p in self._per_joint
                 for joint in joint_names]
+
+    def read(self, value, joint_names=None, order=None):
+        """Frozen settings with the parameters' own names, each read once by value(name):
+        settings.kp, settings.limits.enabled (a dotted name is a group), and for a `<joint>`
+        entry one value per joint of joint_names (settings.constraints.goal). Per-joint
+        parameters (Param.per_joint) come in `joints` order, order[i] the index in joint_names
+        of the i-th (None: that order), and are kept as arrays in joint_names' order.
+        joint_names None (a node before its model): those two kinds are left out. A misspelt
+        name is an AttributeError, never a default. ValueError names a bad value.
+        """
+        groups = {}
+        for p in self.params.values():
+            if joint_names is None and (JOINT in p.name or p.per_joint):
+                continue
+            if JOINT in p.name:
+                path = p.name.replace("." + JOINT, "").split(".")
+                got = np.array([value(p.name.replace(JOINT, joint)) for joint in joint_names],
+                               dtype=float)
+            else:
+                path = p.name.split(".")
+                got = p.read(value(p.name), len(joint_names or ()), order)
+            group = groups
+            for key in path[:-1]:
+                group = group.setdefault(key, {})
+            group[path[-1]] = got
+        return self._frozen((), groups)
+
+    def _frozen(self, path, fields):
+        values = {key: self._frozen((*path, key), got) if isinstance(got, dict) else got
+                  for key, got in fields.items()}
+        shape = (path, tuple(values))
+        if shape not in self._classes:
+            name = "".join(part.title().replace("_", "") for part in (self.name, *path))
+            self._classes[shape] = make_dataclass(name, list(values), frozen=True, eq=False)
+        return self._classes[shape](**values)
 
     def read_only(self):
         return [p.name for p in self if not p.run_time]
@@ -256,14 +338,15 @@ CARTESIAN = (
           "(2 Λ^½ (Λ^-½ K Λ^-½)^½ Λ^½)",
           any_type=True, shown_default="unset = critical", number=True),
     Param("nullspace_stiffness", DEFAULT_NULLSPACE_STIFFNESS, "N·m/rad toward the posture, a "
-          "scalar or one per joint", any_type=True),
+          "scalar or one per joint", any_type=True, per_joint=GAINS),
     Param("nullspace_damping", None, "N·m·s/rad, a scalar or one per joint, on the nullspace "
           "velocity; unset: 2√(K_n I_i), critical for each joint's effective inertia I_i = "
           "1/(M⁻¹)_ii", any_type=True,
-          shown_default="unset = critical", number=True),
+          shown_default="unset = critical", number=True, per_joint=GAINS),
     Param("nullspace_posture", None, "rad or m, one per joint: the posture the nullspace "
           "holds (`~/target_joint` changes it)", any_type=True,
-          shown_default="unset = the posture on entering the mode", number=True),
+          shown_default="unset = the posture on entering the mode", number=True,
+          per_joint=POSITIONS),
     Param("operational_space", False, "F = Λ(K e − D ẋ − J̇q̇) + w: the error moves as a "
           "unit-mass spring-damper in every direction (K in 1/s²); false: the impedance F = "
           "K e − D ẋ − ΛJ̇q̇ + w"),
@@ -286,10 +369,11 @@ CONTACT = (
           "and `~/external_wrench_in_base_frame`", run_time=False, low=0.0, open_low=True,
           any_type=True),
     Param("collision.joint_torque_contact", 5.0, "N·m or N, a scalar or one per joint: contact "
-          "while a joint's external torque is over it; 0 = not checked", any_type=True),
+          "while a joint's external torque is over it; 0 = not checked", any_type=True,
+          per_joint=GAINS),
     Param("collision.joint_torque_collision", 20.0, "N·m or N, a scalar or one per joint: a "
           "collision (latched) once a joint's external torque is over it; 0 = not checked",
-          any_type=True),
+          any_type=True, per_joint=GAINS),
     Param("collision.force_contact", 10.0, "N: contact while the external force at an ee_link "
           "is over it; 0 = not checked", low=0.0, any_type=True),
     Param("collision.force_collision", 30.0, "N: a collision once the external force at an "
@@ -299,7 +383,7 @@ CONTACT = (
           "(report only); `hold` and `comply` end the running goal and refuse new ones until "
           "`~/reset_collision`", choices=("hold", "comply", "none")),
     Param("collision.comply_damping", 10.0, "1/s: the joint damping of `comply`, times each "
-          "joint's inertia", low=0.0, any_type=True),
+          "joint's inertia", low=0.0, any_type=True, per_joint=GAINS),
 )
 
 # The guard stage (dyn_control.controller.barriers, controller.guard): in every mode; per-joint
@@ -310,14 +394,14 @@ LIMITS = (
     Param("limits.position_margin", None, "rad or m, a scalar or one per joint: the barrier "
           "acts within it of each URDF position limit; at most half the range", any_type=True,
           number=True, shown_default=f"unset = {DEFAULT_MARGIN_SHARE:g} of the range, "
-          f"at most {DEFAULT_MARGIN_MAX:g}"),
+          f"at most {DEFAULT_MARGIN_MAX:g}", per_joint=GAINS),
     Param("limits.position_stiffness", DEFAULT_BARRIER_STIFFNESS, "1/s², a scalar or one per "
           "joint: the barrier's stiffness at the margin's edge, times each joint's inertia",
-          any_type=True),
+          any_type=True, per_joint=GAINS),
     Param("limits.position_damping", None, "1/s, a scalar or one per joint: the barrier's "
           "damping inside the margin, both ways (a joint that came in fast is not thrown "
           "back out)", any_type=True, number=True,
-          shown_default="unset = 2√stiffness"),
+          shown_default="unset = 2√stiffness", per_joint=GAINS),
     Param("limits.velocity_fraction", DEFAULT_VELOCITY_FRACTION, "of each URDF "
           "velocity limit, where the velocity damping begins", low=0.0, high=1.0,
           open_low=True),
@@ -338,30 +422,34 @@ LIMITS = (
 TEACH_MODE = (
     Param("teach.damping", 2.0, "1/s, a scalar or one per joint: mode `teach`'s damping, "
           "through the mass matrix: a motion left by a push decays as e^(−damping·t)",
-          any_type=True),
+          any_type=True, per_joint=GAINS),
     Param("teach.folder", "teach_recordings", "where `~/teach/record` writes its rosbag2 "
           "folders", run_time=False),
 )
 
 CONTROLLER = Table(
+    "controller",
     *MODEL,
     Param("mode", "computed_torque", "`computed_torque`, `feedforward` (ID(q, q̇_d, q̈_d) + "
           "PD), `gravity_pd` (g(q) + PD), `cartesian_impedance` ([cartesian.md](cartesian.md)) or "
           "`teach` (move the arm by hand: [real_arm.md](real_arm.md))",
           choices=lambda: (*MODES, CARTESIAN_IMPEDANCE, TEACH)),
-    Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True),
+    Param("kp", DEFAULT_KP, "1/s², a scalar or one per joint (in `joints` order)", any_type=True,
+          per_joint=GAINS),
     Param("kd", None, "1/s, a scalar or one per joint; unset gives a critically damped error "
-          "response", any_type=True, shown_default="unset = 2√kp", number=True),
+          "response", any_type=True, shown_default="unset = 2√kp", number=True, per_joint=GAINS),
     Param("ki", 0.0, "1/s³, integral gain, a scalar or one per joint; 0 = off ([when the "
-          "model is wrong](controller.md#when-the-model-is-wrong))", any_type=True),
+          "model is wrong](controller.md#when-the-model-is-wrong))", any_type=True,
+          per_joint=GAINS),
     Param("integral_limit", DEFAULT_INTEGRAL_LIMIT, "rad·s, a scalar or one per joint: the "
-          "clamp on each joint's error integral (anti-windup)", any_type=True),
+          "clamp on each joint's error integral (anti-windup)", any_type=True, per_joint=GAINS),
     *PAYLOAD,
     Param("trajectory_check", "reject", "a trajectory that needs more torque or velocity than "
           "the limits: `reject` (the running one continues), `warn` (run it, log it) or `off`",
           choices=("reject", "warn", "off")),
     Param("effort_limits", None, "N·m, a scalar or one per joint: overrides the URDF effort "
-          "limits the command is saturated to", any_type=True, shown_default="URDF", number=True),
+          "limits the command is saturated to", any_type=True, shown_default="URDF", number=True,
+          per_joint=GAINS),
     Param("friction_compensation", True, "add the URDF's joint damping and friction "
           "([how](controller.md#joint-damping-and-friction-compensation))"),
     Param("friction_deadband", DEFAULT_FRICTION_DEADBAND, "rad: the friction compensation "
@@ -378,7 +466,8 @@ CONTROLLER = Table(
     Param("max_effort_rate", None, "N·m/s, a scalar or one per joint: the bound on the change "
           "between commands; 0 = off", any_type=True, number=True,
           shown_default=f"unset = the largest effort limit / {EFFORT_RISE:g} s on every joint "
-          "(of each kind, revolute or prismatic: Franka's 1000 N·m/s, its 87 N·m over it)"),
+          "(of each kind, revolute or prismatic: Franka's 1000 N·m/s, its 87 N·m over it)",
+          per_joint=GAINS),
     Param("arm_compensates_gravity", False, "the arm adds its own gravity compensation to "
           "every command (Franka, a UR in direct torque, KUKA in FRI's torque mode): the "
           "published effort leaves g(q) out; the limits, the rate limit and the observer work "
@@ -393,12 +482,13 @@ CONTROLLER = Table(
 )
 
 SIMULATOR = Table(
+    "simulator",
     *MODEL,
     Param("initial_positions", None, "rad or m, in `joints` order; inside the URDF limits",
           run_time=False, any_type=True, number=True,
           shown_default="zeros, or the middle of the limits where 0 is outside them, at least "
           "10 % of the range inside each limit; where the effort limits cannot hold that "
-          "against gravity, the nearest pose that needs at most 80 % of each"),
+          "against gravity, the nearest pose that needs at most 80 % of each", per_joint=POSITIONS),
     Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
           "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False,
           low=0.0, high=0.1, open_low=True),
@@ -421,7 +511,8 @@ SIMULATOR = Table(
     Param("wait_for_command", True, "joints braked (time runs) until the first command, so the "
           "arm does not fall while the controller starts", run_time=False),
     Param("effort_limits", None, "N·m, a scalar or one per joint: the applied effort is "
-          "saturated to them", run_time=False, any_type=True, shown_default="URDF", number=True),
+          "saturated to them", run_time=False, any_type=True, shown_default="URDF", number=True,
+          per_joint=GAINS),
     Param("arm_compensates_gravity", False, "the simulated arm adds its own g(q) to every "
           "command, as Franka's, a UR's (direct torque) and KUKA's (FRI torque mode) firmware "
           "do; the published effort is the whole joint torque ([real_arm.md](real_arm.md))",
@@ -449,6 +540,7 @@ SIMULATOR = Table(
 )
 
 TRAJECTORY_DEMO = Table(
+    "trajectory_demo",
     *MODEL,
     Param("duration", 10.0, "s of motion", run_time=False, low=0.0, open_low=True),
     Param("amplitude", 0.3, "rad, the largest per-joint amplitude (kept inside the limits)",
@@ -464,6 +556,7 @@ TRAJECTORY_DEMO = Table(
 
 
 IDENTIFY = Table(
+    "identify",
     *MODEL,
     Param("out_dir", "out", "folder of the identified URDF, the report and the recordings",
           run_time=False),
@@ -487,6 +580,7 @@ IDENTIFY = Table(
 
 
 CARTESIAN_DEMO = Table(
+    "cartesian_demo",
     Param("radius", 0.05, "m, of the circle of targets (base y-z plane)", run_time=False,
           low=0.0),
     Param("period", 4.0, "s per circle", run_time=False, low=0.0, open_low=True),
@@ -507,12 +601,12 @@ def unset(value):
     return value is None or (isinstance(value, (list, tuple)) and len(value) == 0)
 
 
-def payload_model(chain, value):
-    """chain.with_payload from the payload parameters, read by value(name); PayloadError (a
-    ValueError) names the bad one.
+def payload_model(chain, p):
+    """chain.with_payload from the payload parameters of settings a table read; PayloadError
+    (a ValueError) names the bad one.
     """
-    return chain.with_payload(value("payload_mass"), value("payload_com"),
-                              value("payload_inertia"), value("payload_link") or None)
+    return chain.with_payload(p.payload_mass, p.payload_com, p.payload_inertia,
+                              p.payload_link or None)
 
 
 def tables():

@@ -92,6 +92,13 @@ def table_values(table, **overrides):
     return lambda name: overrides[name] if name in overrides else table[name].default
 
 
+def read_table(table, chain, order=None, **overrides):
+    """The settings that table.read gives a node of `chain` (its joints, `joints` order given
+    by order) from the table's defaults with overrides.
+    """
+    return table.read(table_values(table, **overrides), chain.joint_names, order)
+
+
 IDENTIFICATION_START = (0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0)  # the default arm's home
 
 

@@ -9,7 +9,7 @@ gravity (kinetic only: it never grows); the same loop with neither compensating.
 
 import numpy as np
 import pytest
-from conftest import table_values
+from conftest import read_table
 from test_limits import DT, REAL, Lockstep, arm
 
 from dyn_control import gravity_torques, mass_matrix
@@ -98,8 +98,8 @@ def test_the_controller_alone_leaves_out_g_on_every_command():
     chain = arm("default_arm")
     loop = Lockstep(chain).run(0.2)
     payload = {"payload_mass": 1.0}
-    cores = [ControllerCore(controller_settings(chain, table_values(
-        CONTROLLER, arm_compensates_gravity=on, **payload))) for on in (False, True)]
+    cores = [ControllerCore(controller_settings(chain, read_table(
+        CONTROLLER, chain, arm_compensates_gravity=on, **payload))) for on in (False, True)]
     for t, q in zip(loop.t, loop.q):
         whole, left = (core.update(t, (t, q, np.zeros(chain.n))).tau for core in cores)
         np.testing.assert_allclose(left, whole - gravity_torques(cores[0].model, q),

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from arm_sweep import arm_paths, load_arm
-from conftest import URDF_DIR, table_values
+from conftest import URDF_DIR, read_table
 
 from dyn_control import kinematics, load_chain
 from dyn_control.controller.cartesian import CartesianLaw
@@ -40,7 +40,7 @@ LAW_ONLY = {"max_effort_rate": 0.0, "soft_start": 0.0, "limits.enabled": False}
 
 def make_core(chain, **overrides):
     return ControllerCore(controller_settings(
-        chain, table_values(CONTROLLER, **{"mode": "cartesian_impedance", **LAW_ONLY,
+        chain, read_table(CONTROLLER, chain, **{"mode": "cartesian_impedance", **LAW_ONLY,
                                            **overrides})))
 
 
@@ -255,8 +255,8 @@ def test_a_stiffness_the_period_cannot_hold_is_refused_at_run_time_and_not_enter
     # controller.target.too_stiff), w from CartesianLaw.fastest_mode at the pose.
     core = make_core(chain)
     core.update(0.0, (0.0, Q0, np.zeros(7)))  # in the mode, holding the pose it found
-    value = table_values(CONTROLLER, mode="cartesian_impedance", cartesian_stiffness=[1e7] * 6)
-    stiff = controller_settings(chain, value)
+    stiff = controller_settings(chain, read_table(CONTROLLER, chain, mode="cartesian_impedance",
+                                                  cartesian_stiffness=[1e7] * 6))
     assert CartesianLaw(chain, stiffness=[1e7] * 6).fastest_mode(Q0) * 1e-3 > 1.0
     before = core.settings
     with pytest.raises(ValueError, match=r"cartesian_stiffness: the stiffest mode .* rad/s, beyond "

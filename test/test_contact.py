@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
+from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, read_table
 
 from dyn_control import load_chain, mass_matrix
 from dyn_control.controller import goals
@@ -35,7 +35,7 @@ class Loop:
     """A controller core and the simulated arm, the command answering each state."""
 
     def __init__(self, chain, **overrides):
-        self.core = ControllerCore(controller_settings(chain, table_values(CONTROLLER,
+        self.core = ControllerCore(controller_settings(chain, read_table(CONTROLLER, chain,
                                                                             **overrides)))
         self.sim = Simulation(chain, Q, DT)
         self.chain = chain
@@ -158,7 +158,7 @@ def test_contact_is_reported_while_it_lasts(chain):
 ])
 def test_bad_levels_are_refused_with_one_line(chain, overrides, words):
     with pytest.raises(ValueError) as err:
-        controller_settings(chain, table_values(CONTROLLER, **overrides))
+        controller_settings(chain, read_table(CONTROLLER, chain, **overrides))
     assert words in str(err.value) and "\n" not in str(err.value)
 
 

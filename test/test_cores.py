@@ -6,7 +6,7 @@ References: the law on arrays (the same ControlLaw the core holds), g(q) from in
 
 import numpy as np
 import pytest
-from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
+from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, read_table
 
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller.core import ControllerCore
@@ -23,14 +23,13 @@ def chain():
     return load_chain(DEFAULT_ARM)
 
 
-defaults = table_values
 # the law's own torques from the first state on: no soft start, no rate limit (test_limits.py
 # checks those on the defaults)
 LAW_ONLY = {"max_effort_rate": 0.0, "soft_start": 0.0}
 
 
 def controller(chain, **overrides):
-    return ControllerCore(controller_settings(chain, defaults(CONTROLLER, **{**LAW_ONLY,
+    return ControllerCore(controller_settings(chain, read_table(CONTROLLER, chain, **{**LAW_ONLY,
                                                                             **overrides})))
 
 
@@ -93,7 +92,8 @@ def test_controller_non_finite_effort_is_not_sent(chain):
 
 
 def simulator(chain, **overrides):
-    return SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR, **overrides)))
+    return SimulatorCore(chain, simulator_settings(chain, read_table(SIMULATOR, chain,
+                                                                     **overrides)))
 
 
 @pytest.mark.parametrize("synchronous", [False, True])
@@ -102,7 +102,7 @@ def test_simulator_command_timeout_zeroes_the_effort(chain, synchronous):
     core = simulator(chain, synchronous=synchronous)
     core.on_command(0.0, np.full(7, 5.0))
     assert not core.braked and np.all(core.command == 5.0)
-    timeout = core.settings["command_timeout"]
+    timeout = core.settings.command_timeout
     steps = int(timeout / core.sim.dt) + 2
     for k in range(steps):  # synchronous: simulated time runs out; free running: wall time not
         core.step(0.0)
@@ -144,7 +144,7 @@ WARM_CHECK = """
 import dataclasses, json, sys
 import numpy as np
 sys.path.insert(0, {test!r})
-from conftest import URDF_DIR, table_values
+from conftest import URDF_DIR, read_table
 from dyn_control import kinematics, load_chain
 from dyn_control.controller.core import ControllerCore, warm_up
 from dyn_control.parameters import CONTROLLER
@@ -160,7 +160,7 @@ def signatures():  # every compiled kernel's compiled or loaded signatures
     return found
 
 chain = load_chain(URDF_DIR / "default_arm.urdf")
-settings = controller_settings(chain, table_values(CONTROLLER))
+settings = controller_settings(chain, read_table(CONTROLLER, chain))
 warm_up(settings)
 before = signatures()
 core = ControllerCore(settings)
@@ -249,10 +249,11 @@ def test_a_start_the_effort_limits_cannot_hold_is_said_by_both_cores_first():
     assert level == "WARN" and values["start_pose_not_held"] == line
     assert [text for _, text, _ in core.drain()].count(
         f"the start pose cannot be held: {line}") == 1
-    sim = SimulatorCore(chain, simulator_settings(chain, defaults(
-        SIMULATOR, initial_positions=[0.0] * 7)))
+    sim = SimulatorCore(chain, simulator_settings(chain, read_table(
+        SIMULATOR, chain, initial_positions=[0.0] * 7)))
     assert sim.diagnostics(0.0)[2]["start_pose_not_held"] == line
-    assert SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR))).overloads == []
+    assert SimulatorCore(chain, simulator_settings(chain, read_table(SIMULATOR, chain))
+                         ).overloads == []
 
 
 def test_initial_positions_outside_the_limits_are_refused_naming_the_joint(chain):
@@ -260,7 +261,7 @@ def test_initial_positions_outside_the_limits_are_refused_naming_the_joint(chain
     q0[3] = 10.0
     with pytest.raises(ValueError, match=r"initial_positions: joint 'joint4' at 10 is outside "
                                          r"its limits \["):
-        simulator_settings(chain, defaults(SIMULATOR, initial_positions=q0))
+        simulator_settings(chain, read_table(SIMULATOR, chain, initial_positions=q0))
 
 
 def test_a_controller_with_no_joint_state_says_once_what_it_waits_for(chain):
@@ -277,7 +278,7 @@ def test_a_push_stamped_ahead_is_applied_at_its_simulated_time(chain):
     starts there (at 1 ms steps: the 10th, for 0.010 s), an end stamped later ends it there;
     an unknown link is refused at once.
     """
-    sim = SimulatorCore(chain, simulator_settings(chain, defaults(SIMULATOR)))
+    sim = SimulatorCore(chain, simulator_settings(chain, read_table(SIMULATOR, chain)))
     sim.on_command(0.0, gravity_torques(chain, sim.sim.q))
     wrench = np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0])
     sim.push(wrench, at=0.010)

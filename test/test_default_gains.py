@@ -17,7 +17,7 @@ driven (Talos' wrist: 1 N m of each): it gets no offset, and its limit is not co
 import numpy as np
 import pytest
 from arm_sweep import arm_paths, bent_pose, finite_limits, load_arm
-from conftest import table_values
+from conftest import read_table, table_values
 
 from dyn_control import kinematics
 from dyn_control.controller.core import ControllerCore
@@ -52,7 +52,7 @@ def _pose_error(chain, q, link, target):
 def test_an_offset_decays_without_saturating(rel, mode):
     chain = load_arm(rel)
     dt = table_values(CONTROLLER)("control_period")
-    core = ControllerCore(controller_settings(chain, table_values(CONTROLLER, mode=mode)))
+    core = ControllerCore(controller_settings(chain, read_table(CONTROLLER, chain, mode=mode)))
     q0 = bent_pose(chain)
     core.update(0.0, (0.0, q0, np.zeros(chain.n)))  # the reference: hold q0 (or its pose)
     link = core.settings.cartesian.ee_link[0]

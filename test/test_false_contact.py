@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import robots_dir, table_values
+from conftest import read_table, robots_dir, table_values
 from test_urdf_files import real_arms
 
 from dyn_control import load_chain
@@ -31,8 +31,8 @@ def lockstep(chain, seconds, mode=None, goal=True):
     core after `seconds`, the demo's goal offered at its first state.
     """
     overrides = {} if mode is None else {"mode": mode}
-    ctl = ControllerCore(controller_settings(chain, table_values(CONTROLLER, **overrides)))
-    sim = SimulatorCore(chain, simulator_settings(chain, table_values(SIMULATOR)))
+    ctl = ControllerCore(controller_settings(chain, read_table(CONTROLLER, chain, **overrides)))
+    sim = SimulatorCore(chain, simulator_settings(chain, read_table(SIMULATOR, chain)))
     demo = table_values(TRAJECTORY_DEMO)
     for k in range(int(round(seconds / 1e-3))):
         t = sim.sim.t

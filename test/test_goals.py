@@ -8,7 +8,7 @@ codes, and closed forms of the interpolation.
 
 import numpy as np
 import pytest
-from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, table_values
+from conftest import BENT_POSE, DEFAULT_ARM, DEFAULT_JOINTS, read_table
 
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller import goals
@@ -31,8 +31,8 @@ def settings(chain, **overrides):
     any torque), which the observer rightly reads as a collision; nor the soft start and the
     rate limit: the commands checked are the law's (test_limits.py checks those).
     """
-    return controller_settings(chain, table_values(
-        CONTROLLER, **{"external_torque.enabled": False, "max_effort_rate": 0.0,
+    return controller_settings(chain, read_table(
+        CONTROLLER, chain, **{"external_torque.enabled": False, "max_effort_rate": 0.0,
                        "soft_start": 0.0, **overrides}))
 
 

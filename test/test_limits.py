@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import DEFAULT_ARM, robots_dir, table_values
+from conftest import DEFAULT_ARM, read_table, robots_dir
 
 from dyn_control import dynamics, kinematics, load_chain
 from dyn_control.controller import barriers, teach
@@ -51,9 +51,10 @@ class Lockstep:
 
     def __init__(self, chain, q0=None, simulator=None, **params):
         self.chain = chain
-        self.ctl = ControllerCore(controller_settings(chain, table_values(CONTROLLER, **params)))
+        self.ctl = ControllerCore(controller_settings(chain, read_table(CONTROLLER, chain,
+                                                                        **params)))
         sim_params = dict(simulator or {}) | ({} if q0 is None else {"initial_positions": list(q0)})
-        self.sim = SimulatorCore(chain, simulator_settings(chain, table_values(SIMULATOR,
+        self.sim = SimulatorCore(chain, simulator_settings(chain, read_table(SIMULATOR, chain,
                                                                                **sim_params)))
         self.q, self.taus, self.t = [], [], []
 
@@ -128,8 +129,8 @@ def test_the_default_margins_leave_the_simulators_start_outside_them_on_every_re
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             chain = load_chain(robots_dir() / rel, **kwargs)
-        s = controller_settings(chain, table_values(CONTROLLER))
-        start = SimulatorCore(chain, simulator_settings(chain, table_values(SIMULATOR))).sim.q
+        s = controller_settings(chain, read_table(CONTROLLER, chain))
+        start = SimulatorCore(chain, simulator_settings(chain, read_table(SIMULATOR, chain))).sim.q
         inside = barriers.room(start, chain.position_min, chain.position_max)
         margin = s.guard.position_margin
         limited = np.isfinite(inside)
@@ -306,7 +307,8 @@ def test_teach_push_over_a_velocity_limit_ends_in_a_hold_said_on_diagnostics():
 def test_a_velocity_fault_aborts_the_running_goal_with_its_reason():
     chain = arm("default_arm")
     q = np.zeros(chain.n)
-    s = controller_settings(chain, table_values(CONTROLLER, **{"external_torque.enabled": False}))
+    s = controller_settings(chain, read_table(CONTROLLER, chain,
+                                              **{"external_torque.enabled": False}))
     core = ControllerCore(s)
     core.update(0.0, (0.0, q, np.zeros(chain.n)))
     goal = core.offer(Request(tuple(chain.joint_names), 0.0, ((2.0, q + 0.1, (), ()),)))
@@ -329,7 +331,7 @@ def test_no_command_step_over_the_rate_limit_at_start_up_or_a_switch_of_mode(rel
     bound = loop.ctl.settings.max_effort_rate * DT
     assert np.all(np.abs(loop.taus[0]) <= bound * (1 + 1e-9))  # ramped in from zero
     for mode in (CARTESIAN_IMPEDANCE, TEACH, "computed_torque"):
-        loop.ctl.configure(controller_settings(chain, table_values(CONTROLLER, mode=mode)))
+        loop.ctl.configure(controller_settings(chain, read_table(CONTROLLER, chain, mode=mode)))
         loop.run(0.5)
     assert loop.largest_step() <= 1 + 1e-9
     assert loop.stops == 0
@@ -340,7 +342,8 @@ def test_the_default_rate_limit_is_frankas_on_the_panda_and_one_per_kind_on_a_tr
     # limit, 87 N m, over EFFORT_RISE); on Tiago++ the torso's lift (prismatic, 2000 N) gets
     # its own, and every arm joint the arms' largest (43 N m), its 3 N m wrist too
     from dyn_control.parameters import EFFORT_RISE
-    panda = controller_settings(arm(REAL[1]), table_values(CONTROLLER))
+    panda_arm = arm(REAL[1])
+    panda = controller_settings(panda_arm, read_table(CONTROLLER, panda_arm))
     np.testing.assert_allclose(panda.max_effort_rate, 1000.0, rtol=1e-12)
     joints = ["torso_lift_joint", *(f"arm_{side}_{k}_joint" for side in ("left", "right")
                                     for k in range(1, 8))]
@@ -348,7 +351,8 @@ def test_the_default_rate_limit_is_frankas_on_the_panda_and_one_per_kind_on_a_tr
         warnings.simplefilter("ignore")
         tiago = load_chain(robots_dir() / "tiago_description/robots/tiago_dual.urdf",
                            joints=joints)
-    rates = controller_settings(tiago, table_values(CONTROLLER, joints=joints)).max_effort_rate
+    rates = controller_settings(tiago, read_table(CONTROLLER, tiago, joints=joints)
+                                ).max_effort_rate
     np.testing.assert_allclose(rates, [2000.0 / EFFORT_RISE] + [43.0 / EFFORT_RISE] * 14,
                                rtol=1e-12)
 
@@ -362,7 +366,7 @@ def test_a_controller_started_on_a_held_arm_ramps_from_the_measured_effort():
     loop = Lockstep(chain, q0=BENT_POSE).run(0.5)
     t = loop.sim.sim.t
     q, qd, effort = (x.copy() for x in loop.sim.measured())
-    new = ControllerCore(controller_settings(chain, table_values(CONTROLLER)))
+    new = ControllerCore(controller_settings(chain, read_table(CONTROLLER, chain)))
     first = new.update(t, (t, q, qd), effort).tau
     bound = new.settings.max_effort_rate * DT
     assert np.all(np.abs(first - effort) <= bound * (1 + 1e-9))
@@ -419,7 +423,7 @@ def test_teach_a_push_moves_the_arm_it_stays_where_left_and_the_replay_tracks_it
     t_rec, q_rec = teach.read_motion(path, chain.joint_names)
     assert len(t_rec) == len(recording)
     # replay, in a joint mode, through the goal door any goal takes
-    loop.ctl.configure(controller_settings(chain, table_values(CONTROLLER)))
+    loop.ctl.configure(controller_settings(chain, read_table(CONTROLLER, chain)))
     loop.run(0.5)
     points = teach.replay_points(t_rec, q_rec, loop.q[-1])
     goal = loop.ctl.offer(Request(tuple(chain.joint_names), 0.0, points))
@@ -441,12 +445,12 @@ def test_teach_a_push_moves_the_arm_it_stays_where_left_and_the_replay_tracks_it
 def test_bad_limits_are_refused_in_one_line_naming_the_value():
     chain = arm("default_arm")
     with pytest.raises(ValueError, match=r"position_margin on joint\d?.*2\.5 is over half"):
-        controller_settings(chain, table_values(CONTROLLER, **{"limits.position_margin": 2.5}))
+        controller_settings(chain, read_table(CONTROLLER, chain, **{"limits.position_margin": 2.5}))
     with pytest.raises(ValueError, match=r"workspace_min \[0\.0, 0\.0, 1\.0\].*in z"):
-        controller_settings(chain, table_values(CONTROLLER, **{
+        controller_settings(chain, read_table(CONTROLLER, chain, **{
             "limits.workspace_min": [0.0, 0.0, 1.0], "limits.workspace_max": [1.0, 1.0, 0.5]}))
     with pytest.raises(ValueError, match=r"workspace_max must be 3 values"):
-        controller_settings(chain, table_values(CONTROLLER, **{
+        controller_settings(chain, read_table(CONTROLLER, chain, **{
             "limits.workspace_min": [0.0, 0.0, 1.0], "limits.workspace_max": [1.0, 1.0]}))
     for fraction in (0.0, 1.5, -0.2):
         with pytest.raises(ValueError, match=f"limits.velocity_fraction.*got {fraction!r}"):

@@ -6,7 +6,7 @@ Kd ed, no model), to 1e-12, and the package's friction and saturation around it.
 
 import numpy as np
 import pytest
-from conftest import BENT_POSE, DEFAULT_ARM, table_values
+from conftest import BENT_POSE, DEFAULT_ARM, read_table
 
 from dyn_control import load_chain
 from dyn_control.controller import laws
@@ -57,8 +57,8 @@ def test_a_registered_mode_is_a_choice_of_the_table_and_the_law_computes_it(regi
 
 
 def test_the_controller_core_runs_a_registered_mode_and_its_goals(registered, chain):
-    values = table_values(CONTROLLER, mode=registered, max_effort_rate=0.0, soft_start=0.0,
-                          **{"external_torque.enabled": False, "limits.enabled": False})
+    values = read_table(CONTROLLER, chain, mode=registered, max_effort_rate=0.0, soft_start=0.0,
+                        **{"external_torque.enabled": False, "limits.enabled": False})
     core = ControllerCore(controller_settings(chain, values))
     assert core.settings.mode == registered
     q0 = np.array(BENT_POSE)

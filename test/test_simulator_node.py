@@ -45,7 +45,7 @@ def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
     node = DynamicsSimulator(parameter_overrides=overrides)
     states = Captured(node.state_pub)
     try:
-        assert node.core.settings["synchronous"]
+        assert node.core.settings.synchronous
         np.testing.assert_array_equal(node.core.sim.q,
                                       default_initial_positions(node.core.sim.chain))
         tau = np.linspace(-1, 1, 7)

@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import URDF_DIR, table_values
+from conftest import URDF_DIR, read_table
 
 from dyn_control import load_chain
 from dyn_control.controller.cartesian import CartesianLaw
@@ -42,7 +42,7 @@ def chain():
 
 
 def settings(chain, **overrides):
-    return controller_settings(chain, table_values(CONTROLLER, **overrides))
+    return controller_settings(chain, read_table(CONTROLLER, chain, **overrides))
 
 
 def test_the_watchdog_goes_stale_after_state_timeout_once_per_spell():

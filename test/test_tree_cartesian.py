@@ -11,7 +11,7 @@ the torso can lift under both held hands. Bounds are stated at each test with wh
 
 import numpy as np
 import pytest
-from conftest import URDF_DIR, table_values
+from conftest import URDF_DIR, read_table
 
 from dyn_control import kinematics, load_chain
 from dyn_control.controller.core import ControllerCore
@@ -37,8 +37,8 @@ class Loop:
         self.chain = chain
         # the law alone, from its first tick (test_limits.py checks the soft start, the rate
         # limit and the barriers)
-        self.core = ControllerCore(controller_settings(chain, table_values(
-            CONTROLLER, **{"mode": "cartesian_impedance", "ee_links": HANDS,
+        self.core = ControllerCore(controller_settings(chain, read_table(
+            CONTROLLER, chain, **{"mode": "cartesian_impedance", "ee_links": HANDS,
                            "max_effort_rate": 0.0, "soft_start": 0.0, "limits.enabled": False,
                            **overrides})))
         self.sim = Simulation(chain, Q0, DT, effort_limits(chain))

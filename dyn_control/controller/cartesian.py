@@ -38,7 +38,6 @@ import numpy as np
 
 from dyn_control.controller.laws import (
     friction_share,
-    gain_vector,
     implicit_damping,
     saturate,
     wrapped,
@@ -72,6 +71,7 @@ from dyn_control.parameters import DEFAULT_CARTESIAN_STIFFNESS as DEFAULT_STIFFN
 from dyn_control.parameters import (
     DEFAULT_MAX_POSE_ERROR,
     DEFAULT_NULLSPACE_STIFFNESS,
+    gain_vector,
 )
 
 

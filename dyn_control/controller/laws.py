@@ -80,21 +80,12 @@ from dyn_control.parameters import (
     EFFORT_RISE,
     MODES,
     TEACH,
+    gain_vector,
 )
 
 TEACH_FRICTION_BAND = 0.01  # rad/s: teach's friction compensation fades out below it
 COMPUTED_TORQUE, FEEDFORWARD, GRAVITY_PD = range(3)  # MODES' codes in the compiled law
 REGISTERED = {}  # a registered joint-space mode's name -> its compiled torque (register_mode)
-
-
-def gain_vector(value, n, name):
-    """A scalar or one value per joint -> (n,) finite, non-negative array; ValueError names it."""
-    arr = np.atleast_1d(np.asarray(value, dtype=float))
-    if arr.ndim != 1 or arr.size not in (1, n):
-        raise ValueError(f"{name} must be a scalar or {n} values, got {arr.tolist()}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {arr.tolist()}")
-    return np.broadcast_to(arr, (n,)).copy()
 
 
 def critical_damping(kp):

@@ -11,10 +11,9 @@ import numpy as np
 
 from dyn_control.controller import barriers, goals
 from dyn_control.controller.cartesian import per_frame
-from dyn_control.controller.laws import check_gains, critical_damping, gain_vector, rate_limits
-from dyn_control.cores import JointSettings
-from dyn_control.model.chain import Chain, to_chain_order
-from dyn_control.parameters import MODES, payload_model, unset
+from dyn_control.controller.laws import check_gains, critical_damping, rate_limits
+from dyn_control.model.chain import Chain, effort_limits
+from dyn_control.parameters import MODES, gain_vector, payload_model, unset
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,27 +74,26 @@ class Contact:
     comply_damping: np.ndarray
 
 
-def contact_settings(chain, value, per_joint):
+def contact_settings(chain, p):
     """Contact from the parameters, or None when external_torque.enabled is false. ValueError
     when a collision level is below its contact level (Franka's lower <= upper).
     """
-    if not value("external_torque.enabled"):
+    if not p.external_torque.enabled:
         return None
-    contact, collision = (per_joint("collision.joint_torque_contact"),
-                          per_joint("collision.joint_torque_collision"))
-    for name, low, high in zip(chain.joint_names, contact, collision):
+    c = p.collision
+    for name, low, high in zip(chain.joint_names, c.joint_torque_contact,
+                               c.joint_torque_collision):
         if 0 < high < low:
             raise ValueError(f"collision.joint_torque_collision on {name}: {high:g} is below "
                              f"collision.joint_torque_contact {low:g}")
-    force_low, force_high = value("collision.force_contact"), value("collision.force_collision")
-    if 0 < force_high < force_low:
-        raise ValueError(f"collision.force_collision: {force_high:g} N is below "
-                         f"collision.force_contact {force_low:g} N")
-    return Contact(observer_gain=float(value("external_torque.observer_gain")),
-                   joint_torque_contact=contact, joint_torque_collision=collision,
-                   force_contact=float(force_low), force_collision=float(force_high),
-                   reaction=value("collision.reaction"),
-                   comply_damping=per_joint("collision.comply_damping"))
+    if 0 < c.force_collision < c.force_contact:
+        raise ValueError(f"collision.force_collision: {c.force_collision:g} N is below "
+                         f"collision.force_contact {c.force_contact:g} N")
+    return Contact(observer_gain=float(p.external_torque.observer_gain),
+                   joint_torque_contact=c.joint_torque_contact,
+                   joint_torque_collision=c.joint_torque_collision,
+                   force_contact=float(c.force_contact), force_collision=float(c.force_collision),
+                   reaction=c.reaction, comply_damping=c.comply_damping)
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,13 +117,13 @@ class Limits:
     workspace_damping: float
 
 
-def walls(value, frames):
+def walls(limits, frames):
     """(low, high), each (frames, 3) m, from limits.workspace_min/max (3 values, the same box
     for every ee_link, or 3 per ee_link; unset: no wall). ValueError names a bad value.
     """
     boxes = []
-    for name, fill in (("limits.workspace_min", -np.inf), ("limits.workspace_max", np.inf)):
-        given = value(name)
+    for name, given, fill in (("limits.workspace_min", limits.workspace_min, -np.inf),
+                              ("limits.workspace_max", limits.workspace_max, np.inf)):
         if unset(given):
             boxes.append(np.full((frames, 3), fill))
             continue
@@ -143,28 +141,27 @@ def walls(value, frames):
     return low, high
 
 
-def limits_settings(chain, value, per_joint, frames):
-    """Limits from the parameters; ValueError names a margin over half its joint's range or a
-    box whose min is not below its max.
+def limits_settings(chain, limits, frames):
+    """Limits from the parameters (`limits`: their group); ValueError names a margin over half
+    its joint's range or a box whose min is not below its max.
     """
-    given = value("limits.position_margin")
-    margin = (barriers.default_margins(chain) if unset(given)
-              else per_joint("limits.position_margin"))
+    margin = (barriers.default_margins(chain) if limits.position_margin is None
+              else limits.position_margin)
     margin = np.where(np.isfinite(chain.position_max - chain.position_min), margin, 0.0)
     barriers.check_margins(chain, margin)
-    stiffness = per_joint("limits.position_stiffness")
-    damping = (2.0 * np.sqrt(stiffness) if unset(value("limits.position_damping"))
-               else per_joint("limits.position_damping"))
-    low, high = walls(value, frames)
+    stiffness = limits.position_stiffness
+    damping = (2.0 * np.sqrt(stiffness) if limits.position_damping is None
+               else limits.position_damping)
+    low, high = walls(limits, frames)
     return Limits(
-        enabled=bool(value("limits.enabled")), position_margin=margin,
+        enabled=bool(limits.enabled), position_margin=margin,
         position_stiffness=stiffness, position_damping=damping,
-        velocity_fraction=float(value("limits.velocity_fraction")),
-        velocity_damping=float(value("limits.velocity_damping")),
+        velocity_fraction=float(limits.velocity_fraction),
+        velocity_damping=float(limits.velocity_damping),
         workspace_min=low, workspace_max=high,
-        workspace_margin=float(value("limits.workspace_margin")),
-        workspace_stiffness=float(value("limits.workspace_stiffness")),
-        workspace_damping=float(value("limits.workspace_damping")))
+        workspace_margin=float(limits.workspace_margin),
+        workspace_stiffness=float(limits.workspace_stiffness),
+        workspace_damping=float(limits.workspace_damping))
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,63 +186,51 @@ class ControllerSettings:
     arm_compensates_gravity: bool = False  # the command leaves g(q) out: the arm adds it
 
 
-def controller_settings(chain, value, order=None):
-    """ControllerSettings from the controller's parameters, read by value(name) (see
-    dyn_control.parameters.CONTROLLER, whose checks the node has run); per-joint values come
-    in `joints` order (order[i]: the chain index of the i-th) and go out in chain order.
+def controller_settings(chain, p):
+    """ControllerSettings from the controller's parameters as CONTROLLER.read gives them for
+    the chain's joints (per-joint values in chain order; the node has run the table's checks).
     ValueError names the parameter and the value.
     """
-    joints = JointSettings(chain, value, order)
-    per_joint = joints.gains
-
-    def constraint(kind):  # constraints.<joint>.<kind>, chain order
-        return np.array([value(f"constraints.{name}.{kind}") for name in chain.joint_names])
-
-    kp = per_joint("kp")
-    ee_links = (tuple(link for link in value("ee_links") if link)
-                or (value("ee_link") or chain.tip_link,))
+    ee_links = tuple(link for link in p.ee_links if link) or (p.ee_link or chain.tip_link,)
     for link in ee_links:
         chain.frame(link, "ee_link")  # ValueError naming it
     frames = len(ee_links)
-    damping = value("cartesian_damping")
-    kd = critical_damping(kp) if value("kd") is None else per_joint("kd")
-    mode = value("mode")
-    check_gains(mode, kp, kd, value("control_period"), chain.joint_names)
-    model = payload_model(chain, value)
-    limits, rate = joints.effort_limits(), value("max_effort_rate")
-    if not unset(rate):
-        rate = to_chain_order(gain_vector(rate, chain.n, "max_effort_rate"), joints.order)
+    kd = critical_damping(p.kp) if p.kd is None else p.kd
+    check_gains(p.mode, p.kp, kd, p.control_period, chain.joint_names)
+    model = payload_model(chain, p)
+    limits = effort_limits(chain, () if p.effort_limits is None else p.effort_limits)
+    rate = () if p.max_effort_rate is None else p.max_effort_rate
+    cartesian_damping = p.cartesian_damping
     return ControllerSettings(
-        mode=mode, model=model, payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9),
-        limits=limits, max_effort_rate=rate_limits(
-            limits, rate, [joint.type == "prismatic" for joint in chain.joints]),
-        rate=value("rate"), state_timeout=value("state_timeout"),
-        on_state_timeout=value("on_state_timeout"), target_filter=value("target_filter"),
-        nullspace_posture=joints.positions("nullspace_posture"),
+        mode=p.mode, model=model,
+        payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9), limits=limits,
+        max_effort_rate=rate_limits(limits, rate,
+                                    [joint.type == "prismatic" for joint in chain.joints]),
+        rate=p.rate, state_timeout=p.state_timeout, on_state_timeout=p.on_state_timeout,
+        target_filter=p.target_filter, nullspace_posture=p.nullspace_posture,
         joint=JointLaw(
-            mode=mode if mode in MODES else MODES[0], kp=kp, kd=kd, ki=per_joint("ki"),
-            integral_limit=per_joint("integral_limit"),
-            friction_compensation=bool(value("friction_compensation")),
-            friction_deadband=value("friction_deadband"), period=value("control_period")),
+            mode=p.mode if p.mode in MODES else MODES[0], kp=p.kp, kd=kd, ki=p.ki,
+            integral_limit=p.integral_limit,
+            friction_compensation=bool(p.friction_compensation),
+            friction_deadband=p.friction_deadband, period=p.control_period),
         cartesian=Cartesian(
             ee_link=ee_links,
-            stiffness=per_frame(value("cartesian_stiffness"), frames, "cartesian_stiffness"),
-            damping=None if unset(damping) else per_frame(damping, frames, "cartesian_damping"),
-            nullspace_stiffness=per_joint("nullspace_stiffness"),
-            nullspace_damping=None if unset(value("nullspace_damping")) else per_joint(
-                "nullspace_damping"),
-            operational_space=bool(value("operational_space")),
-            max_pose_error=gain_vector(value("max_pose_error"), 2, "max_pose_error")),
-        contact=contact_settings(chain, value, per_joint),
-        guard=limits_settings(chain, value, per_joint, frames),
-        soft_start=float(value("soft_start")), teach_damping=per_joint("teach.damping"),
-        arm_compensates_gravity=bool(value("arm_compensates_gravity")),
+            stiffness=per_frame(p.cartesian_stiffness, frames, "cartesian_stiffness"),
+            damping=None if unset(cartesian_damping) else per_frame(
+                cartesian_damping, frames, "cartesian_damping"),
+            nullspace_stiffness=p.nullspace_stiffness, nullspace_damping=p.nullspace_damping,
+            operational_space=bool(p.operational_space),
+            max_pose_error=gain_vector(p.max_pose_error, 2, "max_pose_error")),
+        contact=contact_settings(chain, p),
+        guard=limits_settings(chain, p.limits, frames),
+        soft_start=float(p.soft_start), teach_damping=p.teach.damping,
+        arm_compensates_gravity=bool(p.arm_compensates_gravity),
         goals=Goals(
             tolerances=goals.Tolerances.defaults(
-                constraint("trajectory"), constraint("goal"),
-                value("constraints.stopped_velocity_tolerance"), value("constraints.goal_time")),
-            trajectory_check=value("trajectory_check"),
-            interpolate_from_desired_state=bool(value("interpolate_from_desired_state")),
-            allow_partial_joints_goal=bool(value("allow_partial_joints_goal")),
+                p.constraints.trajectory, p.constraints.goal,
+                p.constraints.stopped_velocity_tolerance, p.constraints.goal_time),
+            trajectory_check=p.trajectory_check,
+            interpolate_from_desired_state=bool(p.interpolate_from_desired_state),
+            allow_partial_joints_goal=bool(p.allow_partial_joints_goal),
             allow_nonzero_velocity_at_trajectory_end=bool(
-                value("allow_nonzero_velocity_at_trajectory_end"))))
+                p.allow_nonzero_velocity_at_trajectory_end)))

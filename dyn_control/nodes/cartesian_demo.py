@@ -22,7 +22,7 @@ from dyn_control import kinematics
 from dyn_control.controller.watchdog import WAIT_SAY
 from dyn_control.nodes import messages
 from dyn_control.nodes.diagnostics import publish_diagnostics
-from dyn_control.nodes.params import StartupError, declare_parameters
+from dyn_control.nodes.params import StartupError, declare_parameters, read_parameters
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import CARTESIAN_DEMO
 
@@ -36,8 +36,8 @@ class CartesianDemo(ProcessNode):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         declare_parameters(self, CARTESIAN_DEMO)
-        self.p = {param.name: self.get_parameter(param.name).value for param in CARTESIAN_DEMO}
-        force = np.asarray(self.p["push_force"], dtype=float).ravel()
+        self.p = read_parameters(self, CARTESIAN_DEMO)
+        force = np.asarray(self.p.push_force, dtype=float).ravel()
         if force.shape != (3,) or not np.all(np.isfinite(force)):
             raise StartupError(f"push_force must be 3 finite values (N, base axes), got "
                                f"{force.tolist()}")
@@ -83,12 +83,12 @@ class CartesianDemo(ProcessNode):
     def phases(self):
         """{phase: simulated s}: the circle's start and end, the push's, and the end."""
         s = self.p
-        circle = self.start[0] + s["settle"]
-        circle_end = circle + s["circles"] * s["period"]
-        push = circle_end + s["settle"]
-        push_end = push + s["push_duration"]
+        circle = self.start[0] + s.settle
+        circle_end = circle + s.circles * s.period
+        push = circle_end + s.settle
+        push_end = push + s.push_duration
         return {"circle": circle, "circle_end": circle_end, "push": push, "push_end": push_end,
-                "end": push_end + s["settle"]}
+                "end": push_end + s.settle}
 
     def status(self):
         """/diagnostics: the phase it is in, and when each phase is (None before the start)."""
@@ -106,13 +106,13 @@ class CartesianDemo(ProcessNode):
         circle_end, push_start, push_end, end = (phases[k] - t0 for k in
                                                  ("circle_end", "push", "push_end", "end"))
         if 0 <= t < circle_end:
-            phase = 2 * np.pi * t / s["period"]
-            p = p0 + s["radius"] * np.array([0.0, np.cos(phase) - 1.0, np.sin(phase)])
+            phase = 2 * np.pi * t / s.period
+            p = p0 + s.radius * np.array([0.0, np.cos(phase) - 1.0, np.sin(phase)])
         else:
             p = p0
         self.target_pub.publish(self.pose_msg.fill(self._now(), R, p))
         if t >= push_start and self.phase != "pushing" and t < push_end:
-            self._push(s["push_force"])
+            self._push(s.push_force)
             self.phase = "pushing"
         elif t >= push_end and self.phase == "pushing":
             self._push([0.0, 0.0, 0.0])

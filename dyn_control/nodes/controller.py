@@ -35,7 +35,7 @@ from dyn_control.nodes.model_source import build_chain, configure_from_model
 from dyn_control.nodes.params import (
     StartupError,
     declare_parameters,
-    parameter_reader,
+    read_parameters,
     reliability,
     set_parameters_callback,
 )
@@ -51,6 +51,7 @@ class ComputedTorqueController(ProcessNode):
         self.core = None
         self.clock = ClockCheck(self)
         declare_parameters(self, CONTROLLER)
+        start = read_parameters(self, CONTROLLER)  # what the topics need, before the model
         self.topics = CommandTopics(self)
         # The watchdog's clock: with use_sim_time, a simulator that waits for a busy machine
         # stops its clock, so a slow CPU is not a stale state. Otherwise the steady clock.
@@ -63,9 +64,9 @@ class ComputedTorqueController(ProcessNode):
         configure_from_model(self)
         # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
         self.create_subscription(JointState, "/joint_states", self.on_joint_state,
-                                 reliability(self))
+                                 reliability(start))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
-        self.targets = CartesianTargets(self, self.topics)
+        self.targets = CartesianTargets(self, self.topics, start.ee_links)
         self.recording = None  # teach.Recording while ~/teach/record runs
         self.create_service(Trigger, "~/reset_collision", self.on_reset)
         self.create_service(SetBool, "~/teach/record", self.on_record)
@@ -88,21 +89,23 @@ class ComputedTorqueController(ProcessNode):
         chain, self.order = build_chain(self, source)
         declare_parameters(self, CONTROLLER.for_joints(chain.joint_names))  # constraints.<joint>
         try:
-            core = ControllerCore(controller_settings(chain, parameter_reader(self), self.order))
+            p = read_parameters(self, CONTROLLER, chain, self.order)
+            core = ControllerCore(controller_settings(chain, p))
         except ValueError as err:
             raise StartupError(f"parameter {err}") from err
         self.chain, self.names = chain, [chain.joint_names[i] for i in self.order]
+        self.teach_folder = p.teach.folder
         self.reader = messages.JointStateReader(chain.joint_names)
-        self.topics.configure(chain, self.order, self.get_parameter("state_publish_rate").value)
+        self.topics.configure(chain, self.order, p.state_publish_rate)
         warm_up(core.settings)  # compile or load the kernels now, not in the first tick
         self.contact_topics = (None if core.settings.contact is None else ContactTopics(
             self, core.settings.cartesian.ee_link, chain,
-            self.get_parameter("external_torque.publish_rate").value))
+            p.external_torque.publish_rate))
         self.core = core
         if trajectory_action.AVAILABLE:
             port = trajectory_action.GoalPort(self.offer, self.cancel, core.feedback)
             self.action = trajectory_action.TrajectoryAction(
-                self, port, chain.joint_names, self.get_parameter("action_monitor_rate").value)
+                self, port, chain.joint_names, p.action_monitor_rate)
         else:
             self.get_logger().info(trajectory_action.MISSING)
         if core.settings.rate > 0:
@@ -116,8 +119,8 @@ class ComputedTorqueController(ProcessNode):
     def _apply(self, changes):
         """Parameters changed at run time (already checked by the table) -> the core."""
         if self.core is not None:
-            self.core.configure(controller_settings(
-                self.chain, parameter_reader(self, changes), self.order))
+            self.core.configure(controller_settings(self.chain, read_parameters(
+                self, CONTROLLER, self.chain, self.order, changes)))
 
     def on_watchdog(self, now=None):
         """The watchdog's tick at `now` (default: the watchdog's clock now, none before it
@@ -169,7 +172,7 @@ class ComputedTorqueController(ProcessNode):
         else:
             recording, self.recording = self.recording, None
             try:
-                path = recording.save(self.get_parameter("teach.folder").value)
+                path = recording.save(self.teach_folder)
             except (ValueError, OSError) as err:
                 response.success, response.message = False, f"not saved: {err}"
             else:

@@ -68,9 +68,9 @@ class CartesianTargets:
     ee_link's ~/current_pose publisher too, into topics.pose_pubs.
     """
 
-    def __init__(self, node, topics):
+    def __init__(self, node, topics, ee_links):
         self.node = node
-        links = [link for link in node.get_parameter("ee_links").value if link]
+        links = [link for link in ee_links if link]
         for k, prefix in enumerate([f"~/{link}/" for link in links] or ["~/"]):
             try:
                 node.create_subscription(PoseStamped, prefix + "target_pose",

@@ -27,7 +27,7 @@ from dyn_control.identification.fit import BaseParameters
 from dyn_control.nodes import messages, trajectory_action
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, model_text
-from dyn_control.nodes.params import StartupError, declare_parameters
+from dyn_control.nodes.params import StartupError, declare_parameters, read_parameters
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import IDENTIFY
 from dyn_control.recording import BagWriter, read_states
@@ -42,6 +42,7 @@ class Identifier(ProcessNode):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         declare_parameters(self, IDENTIFY)
+        self.p = p = read_parameters(self, IDENTIFY)
         self.source = model_text(self)
         if self.source is None:
             raise StartupError("identify needs robot_description or urdf_file")
@@ -49,10 +50,8 @@ class Identifier(ProcessNode):
             raise StartupError("identify needs control_msgs: it sends each run as a "
                                "FollowJointTrajectory goal, whose result says when it ended")
         self.chain, _ = build_chain(self, self.source)
-        p = self.get_parameter
-        urdf_file = p("urdf_file").value
-        self.name = p("name").value or (pathlib.Path(urdf_file).stem if urdf_file else "arm")
-        self.out = pathlib.Path(p("out_dir").value)
+        self.name = p.name or (pathlib.Path(p.urdf_file).stem if p.urdf_file else "arm")
+        self.out = pathlib.Path(p.out_dir)
         self.reader = messages.JointStateReader(self.chain.joint_names)
         self.action = ActionClient(self, trajectory_action.FollowJointTrajectory,
                                    f"{CONTROLLER}/follow_joint_trajectory")
@@ -84,10 +83,9 @@ class Identifier(ProcessNode):
             start = self.reader.read(deserialize_message(raw, JointState))[0]
         except messages.BadMessage:
             return
-        p = lambda name: self.get_parameter(name).value  # noqa: E731
-        base = BaseParameters(self.chain)
-        self.plans = [optimize(self.chain, base, start, p("period"), int(p("harmonics")),
-                               seed=int(p("seed")) + k)[0] for k in range(len(RUNS))]
+        p, base = self.p, BaseParameters(self.chain)
+        self.plans = [optimize(self.chain, base, start, p.period, int(p.harmonics),
+                               seed=int(p.seed) + k)[0] for k in range(len(RUNS))]
         self.next_run()
 
     def next_run(self):
@@ -104,11 +102,10 @@ class Identifier(ProcessNode):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.bags[RUNS[k]] = path
         self.bag = BagWriter(path)
-        trajectory, p = self.plans[k], self.get_parameter
+        trajectory, rate = self.plans[k], self.p.points_per_second
         msg = JointTrajectory(joint_names=self.chain.joint_names)
-        duration = p("periods").value * trajectory.period
-        times = [i / p("points_per_second").value
-                 for i in range(int(round(duration * p("points_per_second").value)) + 1)]
+        duration = self.p.periods * trajectory.period
+        times = [i / rate for i in range(int(round(duration * rate)) + 1)]
         for t, q, qd, qdd in zip(times, *trajectory(times)):
             msg.points.append(JointTrajectoryPoint(
                 positions=q.tolist(), velocities=qd.tolist(), accelerations=qdd.tolist(),
@@ -140,7 +137,7 @@ class Identifier(ProcessNode):
             recordings = [read_states(self.bags[run], self.chain.joint_names) for run in RUNS]
             urdf_text, report = identify.identify(
                 self.chain, self.source, *recordings,
-                effort_delay=self.get_parameter("effort_delay").value)
+                effort_delay=self.p.effort_delay)
         except ValueError as err:  # a refused recording: one line
             return self.end(2, str(err))
         paths = identify.write_outputs(self.out, self.name, urdf_text, report)

@@ -9,17 +9,19 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from dyn_control.model.chain import URDFError, load_chain
-from dyn_control.nodes.params import StartupError
+from dyn_control.nodes.params import StartupError, read_parameters
 from dyn_control.nodes.process import BUILDING
+from dyn_control.parameters import MODEL, Table
+
+SOURCE = Table("model", *MODEL)  # the parameters that every node with a model declares
 
 
 def model_text(node):
     """URDF text from the parameters, or None when it must come from the topic."""
-    description = node.get_parameter("robot_description").value
-    if description.strip():
-        return description
-    path = node.get_parameter("urdf_file").value
-    return path if path.strip() else None
+    p = read_parameters(node, SOURCE)
+    if p.robot_description.strip():
+        return p.robot_description
+    return p.urdf_file if p.urdf_file.strip() else None
 
 
 def build_chain(node, source):
@@ -28,11 +30,11 @@ def build_chain(node, source):
     -> (chain, order): the command order is the `joints` parameter's order (default: the
     chain's), and order[i] is the chain index of the i-th commanded joint.
     """
-    joints = [j for j in node.get_parameter("joints").value if j]
-    root = node.get_parameter("root_link").value or None
-    tip = node.get_parameter("tip_link").value or None
+    p = read_parameters(node, SOURCE)
+    joints = [j for j in p.joints if j]
     try:
-        chain = load_chain(source, root_link=root, tip_link=tip, joints=joints or None)
+        chain = load_chain(source, root_link=p.root_link or None, tip_link=p.tip_link or None,
+                           joints=joints or None)
     except URDFError as err:
         raise StartupError(f"robot model: {err}") from err
     if chain.locked_joints:  # a gripper below the arm's tip, say

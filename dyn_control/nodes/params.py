@@ -29,10 +29,15 @@ def declare_parameters(node, params):
         raise StartupError(f"parameter {err}") from err
 
 
-def parameter_reader(node, changes=None):
-    """value(name): the parameter's value, or its new value in `changes` (a set in progress)."""
+def read_parameters(node, table, chain=None, order=None, changes=None):
+    """The node's settings as `table` reads them (Table.read): its parameters, with the new
+    values of `changes` (a set in progress); with the chain, its per-joint ones too, given in
+    `joints` order (order[i]: the chain index of the i-th) and kept in chain order.
+    """
     changes = changes or {}
-    return lambda name: changes[name] if name in changes else node.get_parameter(name).value
+    return table.read(
+        lambda name: changes[name] if name in changes else node.get_parameter(name).value,
+        None if chain is None else chain.joint_names, order)
 
 
 def set_parameters_callback(node, table, apply):
@@ -55,26 +60,25 @@ def set_parameters_callback(node, table, apply):
         if changes.keys() & set(PAYLOAD_PARAMETERS):
             # the node's clock (simulated time under use_sim_time): when the new model took over
             now = node.get_clock().now().nanoseconds * 1e-9
-            node.get_logger().info(f"{payload_summary(parameter_reader(node, changes))}; "
-                                   f"in effect from t = {now:.3f} s")
+            payload = payload_summary(read_parameters(node, table, changes=changes))
+            node.get_logger().info(f"{payload}; in effect from t = {now:.3f} s")
         return SetParametersResult(successful=True)
 
     node.add_on_set_parameters_callback(on_set)
 
 
-def payload_summary(value):
-    """One line for the log: the payload the parameters read by value(name) describe."""
-    com = ", ".join(f"{float(c):g}" for c in value("payload_com"))
-    inertia = ", ".join(f"{float(c):g}" for c in value("payload_inertia"))
-    return (f"payload {float(value('payload_mass')):g} kg on "
-            f"'{value('payload_link') or 'the tip link'}', "
+def payload_summary(p):
+    """One line for the log: the payload that settings `p` (read_parameters) describe."""
+    com = ", ".join(f"{float(c):g}" for c in p.payload_com)
+    inertia = ", ".join(f"{float(c):g}" for c in p.payload_inertia)
+    return (f"payload {float(p.payload_mass):g} kg on '{p.payload_link or 'the tip link'}', "
             f"com [{com}] m, inertia [{inertia}] kg m^2")
 
 
-def reliability(node):
-    """QoS for the loop's topics from the `qos_reliability` parameter (checked by the node's
+def reliability(p):
+    """QoS for the loop's topics from settings `p`'s qos_reliability (checked by the node's
     table); depth 1: only the newest state or command matters.
     """
     policies = {"reliable": ReliabilityPolicy.RELIABLE,
                 "best_effort": ReliabilityPolicy.BEST_EFFORT}
-    return QoSProfile(depth=1, reliability=policies[node.get_parameter("qos_reliability").value])
+    return QoSProfile(depth=1, reliability=policies[p.qos_reliability])

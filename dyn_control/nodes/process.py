@@ -16,7 +16,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from dyn_control.nodes.params import StartupError, declare_parameters
+from dyn_control.nodes.params import StartupError, declare_parameters, read_parameters
 from dyn_control.parameters import EXECUTOR, Table
 
 BUILDING = threading.Event()  # set while a node process is building its node (see run)
@@ -47,11 +47,12 @@ def make_executor(node):
     """The rclpy executor named by the node's `executor` parameter (docs/benchmarks.md: measured),
     declared here for a node without a parameter table.
     """
+    table = Table("executor", EXECUTOR)
     if not node.has_parameter(EXECUTOR.name):
-        declare_parameters(node, Table(EXECUTOR))
+        declare_parameters(node, table)
     return {"single_threaded": SingleThreadedExecutor,
             "multi_threaded": lambda: MultiThreadedExecutor(num_threads=2),
-            "events": EventsExecutor}[node.get_parameter(EXECUTOR.name).value]()
+            "events": EventsExecutor}[read_parameters(node, table).executor]()
 
 
 STOP_GRACE = 1.5  # s from a signal to the end of the process, whatever the node is doing

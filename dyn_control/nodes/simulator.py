@@ -39,7 +39,7 @@ from dyn_control.nodes.model_source import build_chain, configure_from_model
 from dyn_control.nodes.params import (
     StartupError,
     declare_parameters,
-    parameter_reader,
+    read_parameters,
     reliability,
     set_parameters_callback,
 )
@@ -56,10 +56,11 @@ class DynamicsSimulator(ProcessNode):
         super().__init__(**kwargs)
         self.core = None
         declare_parameters(self, SIMULATOR)
+        start = read_parameters(self, SIMULATOR)  # what the topics need, before the model
         self.stepper = None
         # command_type joint_state: the peer of ros2_control's topic-based hardware, with its
         # default topics (a reliable publisher reaches its best-effort reader too)
-        self.by_name = self.get_parameter("command_type").value == "joint_state"
+        self.by_name = start.command_type == "joint_state"
         self.state_pub = self.create_publisher(
             JointState, "/robot_joint_states" if self.by_name else "/joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
@@ -67,10 +68,10 @@ class DynamicsSimulator(ProcessNode):
         configure_from_model(self)
         if self.by_name:
             self.create_subscription(JointState, "/robot_joint_commands", self.on_joint_command,
-                                     reliability(self))
+                                     reliability(start))
         else:
             self.create_subscription(Float64MultiArray, "/effort_controller/commands",
-                                     self.on_command, reliability(self))
+                                     self.on_command, reliability(start))
         self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
@@ -78,25 +79,24 @@ class DynamicsSimulator(ProcessNode):
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
-        value = parameter_reader(self)
         try:
-            core = SimulatorCore(chain, simulator_settings(chain, value, self.order))
+            p = read_parameters(self, SIMULATOR, chain, self.order)
+            core = SimulatorCore(chain, simulator_settings(chain, p))
         except ValueError as err:
             raise StartupError(f"parameter {err}") from err
-        self.publish_clock = bool(value("publish_clock"))
+        self.publish_clock = bool(p.publish_clock)
         self.state_msg = messages.JointStateWriter(chain.joint_names)
         self.truth_msg = messages.JointStateWriter(chain.joint_names, ("effort",))
         self.pushed = False
         # load (or on a first run compile) the step's kernel now, not in the first step
         SimulatorCore(chain, core.settings).sim.step(np.zeros(chain.n))
         self.core = core
-        self.stepper = Stepper(self, core, self._publish, value("real_time_factor"),
-                               value("sync_timeout"))
+        self.stepper = Stepper(self, core, self._publish, p.real_time_factor, p.sync_timeout)
         s, factor = core.settings, self.stepper.real_time_factor
         self.get_logger().info(
-            f"{chain.n} joints {chain.joint_names}, dt {s['dt']} s, {s['integrator']}, publishing "
-            f"every {s['publish_every']} steps, "
-            f"{'synchronous' if s['synchronous'] else 'free running'}, "
+            f"{chain.n} joints {chain.joint_names}, dt {s.dt} s, {s.integrator}, publishing "
+            f"every {s.publish_every} steps, "
+            f"{'synchronous' if s.synchronous else 'free running'}, "
             + (f"real-time factor at most {factor:g}" if factor > 0 else "as fast as possible"))
         self._publish()
         self.stepper.start()
@@ -104,7 +104,8 @@ class DynamicsSimulator(ProcessNode):
     def _apply(self, changes):
         """The payload is the one setting that changes at run time (the table fixes the rest)."""
         if self.core is not None:
-            self.core.set_model(payload_model(self.core.chain, parameter_reader(self, changes)))
+            self.core.set_model(payload_model(self.core.chain, read_parameters(
+                self, SIMULATOR, changes=changes)))
 
     def on_command(self, msg):
         if self.core is None:

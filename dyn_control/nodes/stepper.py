@@ -42,11 +42,11 @@ class Stepper:
 
     def _run(self):
         """Step, publish when due, keep at most real_time_factor."""
-        core, dt = self.core, self.core.settings["dt"]
+        core, dt = self.core, self.core.settings.dt
         next_wall = time.monotonic()
         published = True  # the node published the initial state
         while self.running.is_set() and rclpy.ok():
-            if core.settings["synchronous"] and published:
+            if core.settings.synchronous and published:
                 self._wait_for_answer()
             published = core.step(time.monotonic())
             if published:

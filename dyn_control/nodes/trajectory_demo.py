@@ -20,7 +20,7 @@ from dyn_control.controller.watchdog import WAIT_SAY
 from dyn_control.nodes import messages, trajectory_action
 from dyn_control.nodes.diagnostics import publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, model_text
-from dyn_control.nodes.params import StartupError, declare_parameters
+from dyn_control.nodes.params import StartupError, declare_parameters, read_parameters
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import TRAJECTORY_DEMO
 
@@ -33,6 +33,7 @@ class TrajectoryDemo(ProcessNode):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         declare_parameters(self, TRAJECTORY_DEMO)
+        self.p = read_parameters(self, TRAJECTORY_DEMO)
         source = model_text(self)
         if source is None:
             raise StartupError("trajectory_demo needs robot_description or urdf_file")
@@ -41,7 +42,7 @@ class TrajectoryDemo(ProcessNode):
         self.sent = False
         self.report = ("waiting", {})  # /diagnostics: (message, values)
         self.action = None
-        if self.get_parameter("interface").value == "action":
+        if self.p.interface == "action":
             if trajectory_action.AVAILABLE:
                 self.action = ActionClient(self, trajectory_action.FollowJointTrajectory,
                                            f"{CONTROLLER}/follow_joint_trajectory")
@@ -101,9 +102,9 @@ class TrajectoryDemo(ProcessNode):
         self.send(start)
 
     def send(self, start):
-        p = lambda name: self.get_parameter(name).value  # noqa: E731
-        times, q, qd, qdd = demo_waypoints(self.chain, start, p("duration"), p("amplitude"),
-                                           p("frequency"), p("points_per_second"))
+        p = self.p
+        times, q, qd, qdd = demo_waypoints(self.chain, start, p.duration, p.amplitude,
+                                           p.frequency, p.points_per_second)
         msg = JointTrajectory(joint_names=self.chain.joint_names)
         for k, t in enumerate(times):
             msg.points.append(JointTrajectoryPoint(

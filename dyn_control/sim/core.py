@@ -13,22 +13,40 @@ goes to `events` as (level, text, throttle).
 """
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
-from dyn_control.cores import REPORT_EVERY, Events, JointSettings
+from dyn_control.cores import REPORT_EVERY, Events
+from dyn_control.model.chain import Chain, effort_limits
 from dyn_control.parameters import payload_model
 from dyn_control.poses import default_initial_positions, gravity_overloads
 from dyn_control.sim.simulation import Simulation
 
 
-def simulator_settings(chain, value, order=None):
-    """Settings for SimulatorCore from the simulator's parameters, read by value(name) (see
-    dyn_control.parameters.SIMULATOR, whose checks the node has run); per-joint values in
-    `joints` order (order[i]: the chain index of the i-th). ValueError names the parameter.
+@dataclass(frozen=True, eq=False)
+class SimulatorSettings:
+    model: Chain  # the URDF's chain with the simulated payload
+    q0: np.ndarray  # the start pose, chain order
+    dt: float  # s
+    integrator: str
+    substeps: int
+    limits: np.ndarray  # N m or N, the applied effort's saturation
+    publish_every: int  # steps between two published states
+    synchronous: bool
+    braked: bool  # until the first command
+    command_timeout: float  # s
+    arm_compensates_gravity: bool
+    noise: np.ndarray  # sigma of q, qd and effort, on what is published
+    seed: int
+
+
+def simulator_settings(chain, p):
+    """SimulatorSettings from the simulator's parameters as SIMULATOR.read gives them for the
+    chain's joints (per-joint values in chain order; the node has run the table's checks).
+    ValueError names the parameter.
     """
-    joints = JointSettings(chain, value, order)
-    q0 = joints.positions("initial_positions")
+    q0 = p.initial_positions
     if q0 is not None:
         outside = np.flatnonzero((q0 < chain.position_min) | (q0 > chain.position_max))
         if outside.size:
@@ -36,24 +54,23 @@ def simulator_settings(chain, value, order=None):
             raise ValueError(
                 f"initial_positions: joint '{chain.joint_names[i]}' at {q0[i]:g} is outside its "
                 f"limits [{chain.position_min[i]:g}, {chain.position_max[i]:g}]")
-    dt = value("dt")
-    if value("publish_rate") * dt > 1.0 + 1e-9:
-        raise ValueError(f"publish_rate {value('publish_rate'):g} Hz is above 1/dt = "
-                         f"{1.0 / dt:g} Hz: the simulator publishes a state per step at most")
-    if value("command_type") == "joint_state" and value("synchronous"):
+    if p.publish_rate * p.dt > 1.0 + 1e-9:
+        raise ValueError(f"publish_rate {p.publish_rate:g} Hz is above 1/dt = "
+                         f"{1.0 / p.dt:g} Hz: the simulator publishes a state per step at most")
+    if p.command_type == "joint_state" and p.synchronous:
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")
-    model, limits = payload_model(chain, value), joints.effort_limits()
-    return {
-        "q0": default_initial_positions(model, limits) if q0 is None else q0, "dt": dt,
-        "integrator": value("integrator"), "substeps": value("substeps"), "limits": limits,
-        "publish_every": max(1, int(round(1.0 / (value("publish_rate") * dt)))),
-        "synchronous": bool(value("synchronous")), "braked": bool(value("wait_for_command")),
-        "command_timeout": value("command_timeout"),
-        "model": model, "arm_compensates_gravity": bool(value("arm_compensates_gravity")),
-        "noise": np.array([value(f"noise.{kind}") for kind in ("position", "velocity", "effort")],
-                       dtype=float),
-        "seed": int(value("noise.seed"))}
+    model = payload_model(chain, p)
+    limits = effort_limits(chain, () if p.effort_limits is None else p.effort_limits)
+    return SimulatorSettings(
+        model=model, q0=default_initial_positions(model, limits) if q0 is None else q0,
+        dt=p.dt, integrator=p.integrator, substeps=p.substeps, limits=limits,
+        publish_every=max(1, int(round(1.0 / (p.publish_rate * p.dt)))),
+        synchronous=bool(p.synchronous), braked=bool(p.wait_for_command),
+        command_timeout=p.command_timeout, arm_compensates_gravity=bool(
+            p.arm_compensates_gravity),
+        noise=np.array([p.noise.position, p.noise.velocity, p.noise.effort], dtype=float),
+        seed=int(p.noise.seed))
 
 
 class SimulatorCore(Events):
@@ -61,12 +78,12 @@ class SimulatorCore(Events):
 
     def __init__(self, chain, settings):
         super().__init__()
-        self.chain = chain  # from the URDF; the simulation runs settings["model"] (payload)
+        self.chain = chain  # from the URDF; the simulation runs settings.model (payload)
         s = self.settings = settings
-        self.sim = Simulation(s["model"], s["q0"], s["dt"], s["limits"], s["integrator"],
-                              s["substeps"], s["arm_compensates_gravity"])
+        self.sim = Simulation(s.model, s.q0, s.dt, s.limits, s.integrator,
+                              s.substeps, s.arm_compensates_gravity)
         self.command = np.zeros(chain.n)
-        self.braked = s["braked"]  # released by the first command
+        self.braked = s.braked  # released by the first command
         self.command_seen = None  # when the last command came: sim time if synchronous
         self.timed_out = False
         self.answered = False  # a command came since the last published state
@@ -74,12 +91,12 @@ class SimulatorCore(Events):
         self.missed = 0  # of those, states no new command answered in time
         self.timeouts = 0
         self.pace = None  # (now, sim t) at the first command: the real-time factor counts from it
-        self.noise = s["noise"]  # sigma of q, qd and effort, on what is published
-        self.rng = np.random.default_rng(s["seed"])
+        self.noise = s.noise  # sigma of q, qd and effort, on what is published
+        self.rng = np.random.default_rng(s.seed)
         self._next_report = REPORT_EVERY
         self.scheduled = []  # (simulated s, wrench, link) of pushes stamped ahead, soonest first
         self.lock = threading.Lock()  # the message thread schedules, the stepping thread takes
-        self.overloads = gravity_overloads(s["model"], s["q0"], s["limits"])
+        self.overloads = gravity_overloads(s.model, s.q0, s.limits)
         for line in self.overloads:  # initial_positions the limits cannot hold
             self._say("warning", f"the start pose cannot be held: {line}")
 
@@ -120,7 +137,7 @@ class SimulatorCore(Events):
                           "push ended")
 
     def _clock(self, now):
-        return self.sim.t if self.settings["synchronous"] else now
+        return self.sim.t if self.settings.synchronous else now
 
     def on_command(self, now, tau):
         """A good effort command, chain order."""
@@ -150,10 +167,10 @@ class SimulatorCore(Events):
         elif not self.sim.step(self.command):
             self._say("warning", f"numerical blow-up at t = {self.sim.t:.3f} s: reset to the "
                       f"last finite state ({self.sim.blowups} so far)", throttle=True)
-        return self.sim.steps % self.settings["publish_every"] == 0
+        return self.sim.steps % self.settings.publish_every == 0
 
     def _check_command_timeout(self, now):
-        timeout = self.settings["command_timeout"]
+        timeout = self.settings.command_timeout
         if timeout <= 0 or self.command_seen is None or self.timed_out:
             return
         silent = self._clock(now) - self.command_seen

@@ -21,8 +21,9 @@ def track(model, truth, trajectory, periods=1, start_seconds=0.5):
     # no rate limit: a nominal model's commands, far from what the arm needs, were clipped
     # (the UR10's), and the comparison is of the models' torques, not of the clip
     values = {"external_torque.enabled": False, "ki": 0.0, "max_effort_rate": 0.0}
-    core = ControllerCore(controller_settings(
-        model, lambda name: values[name] if name in values else CONTROLLER[name].default))
+    core = ControllerCore(controller_settings(model, CONTROLLER.read(
+        lambda name: values[name] if name in values else CONTROLLER.find(name).default,
+        model.joint_names)))
     sim = Simulation(truth, trajectory.start, substeps=REAL_ARM_SUBSTEPS)
     duration = periods * trajectory.period
     times = np.arange(0.0, duration + 1e-9, 0.02)
