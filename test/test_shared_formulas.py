@@ -70,7 +70,7 @@ def cartesian_law_friction_term(chain, deadband, q, offset):
     for compensate in (True, False):
         law = CartesianLaw(chain, friction_compensation=compensate, friction_deadband=deadband,
                            nullspace_stiffness=0.0)
-        law.damping[:] = 0.0  # the joint damping
+        law.joint_damping[:] = 0.0
         terms.append(law(q, zero, R[None], (p + offset)[None], np.zeros(6), q)[0])
     return terms[0] - terms[1]
 

@@ -33,6 +33,7 @@ J-bar^T N^T = 0, so K e = -w_x: the static stiffness is K exactly (test_cartesia
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -132,19 +133,39 @@ def pose_error(R, p, R_d, p_d, max_error):
 
 
 
-@jit
-def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D, operational,
-         max_error,
-         Kn, Dn, wrap, damping_b, friction, deadband, period, damping, limits, q, qd, R_d, p_d, w,
-         q_n):
-    """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames stacked in one task
-    of m = 6 f rows: frame_bodies (f,), R_offs (f, 3, 3), p_offs (f, 3) their links' poses in
-    their bodies; R_d (f, 3, 3), p_d (f, 3) their targets; w, K, D (m,). D and Dn (n,): a
-    negative entry is unset (critical). operational: operational_space. damping_b, friction
-    (n,): the joint damping and friction to compensate (zeros: none); period (s): the control
-    period; damping: of Lambda's inverse. One kinematics pass fills the workspace's poses, which
-    M, the bias, the frames' Jacobians and J-dot qd then read.
+class Task(NamedTuple):
+    """What `_law` takes besides the model, its workspace and the state: CartesianLaw's settings
+    as the compiled law reads them, for f frames stacked in one task of m = 6 f rows.
     """
+
+    frame_bodies: np.ndarray  # (f,) the bodies of the ee_links
+    R_offs: np.ndarray  # (f, 3, 3): each link's pose in its body
+    p_offs: np.ndarray  # (f, 3)
+    K: np.ndarray  # (m,) stiffness
+    D: np.ndarray  # (m,) damping; a negative entry is unset (critical)
+    operational: bool  # operational_space
+    max_error: np.ndarray  # (2,) m, rad: the error norms' clip (0: none)
+    Kn: np.ndarray  # (n,) nullspace stiffness
+    Dn: np.ndarray  # (n,) nullspace damping; negative: unset (critical)
+    wrap: np.ndarray  # (n,) bool: a continuous joint, whose error wraps
+    joint_damping: np.ndarray  # (n,) the joint damping to compensate (zeros: none)
+    friction: np.ndarray  # (n,) the Coulomb friction to compensate (zeros: none)
+    deadband: float  # rad: friction_deadband
+    period: float  # s: the control period
+    singularity_damping: float  # of Lambda's inverse
+    limits: np.ndarray  # (n,) effort saturation
+
+
+@jit
+def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
+    """The law of the module docstring -> (tau (n,), e (6 f,)), for the frames of `task` (Task)
+    and their targets R_d (f, 3, 3), p_d (f, 3); w (6 f,). One kinematics pass fills the
+    workspace's poses, which M, the bias, the frames' Jacobians and J-dot qd then read.
+    """
+    frame_bodies, R_offs, p_offs = task.frame_bodies, task.R_offs, task.p_offs
+    K, D, operational, max_error = task.K, task.D, task.operational, task.max_error
+    Kn, Dn, wrap, damping_b = task.Kn, task.Dn, task.wrap, task.joint_damping
+    friction, deadband, period, limits = task.friction, task.deadband, task.period, task.limits
     n, f = q.shape[0], frame_bodies.shape[0]
     m = 6 * f
     model, data = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
@@ -164,7 +185,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, K, D,
             e[6 * k + r], jdqd[6 * k + r] = ek[r], one[r]
             for c in range(n):
                 J[6 * k + r, c] = J1[r, c]
-    MinvJt, Lam, gain, V = operational_space(L, J, damping)
+    MinvJt, Lam, gain, V = operational_space(L, J, task.singularity_damping)
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
@@ -267,23 +288,26 @@ class CartesianLaw:
         # the damping only where the law commands accelerations (operational_space), as
         # computed_torque; the impedance law leaves it, as the PD modes do at rest: it is what
         # keeps a light, stiffly damped wrist (Tiago: 4e-6 kg m^2, 1 N m s/rad) stable at 1 kHz
-        self.damping = chain.damping.copy() if compensated and operational_space else np.zeros(n)
+        self.joint_damping = (chain.damping.copy() if compensated and operational_space
+                              else np.zeros(n))
         self.friction = chain.friction.copy() if compensated else np.zeros(n)
         self.operational_space = bool(operational_space)
         bodies = np.array([body for body, _, _ in frames], dtype=np.int64)
         R_offs = np.array([R for _, R, _ in frames]).reshape(f, 3, 3)
         p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
         self.data = Data(chain.pack)  # the law's workspace
-        self._args = (*self.data.args, bodies, R_offs, p_offs,
-                      self.K, self.D, self.operational_space, self.max_error, self.Kn, self.Dn,
-                      np.array(chain.continuous),  # writable: numba's fast dispatch path
-                      self.damping, self.friction, float(friction_deadband), float(period),
-                      float(singularity_damping), self.limits)
+        self.task = Task(
+            frame_bodies=bodies, R_offs=R_offs, p_offs=p_offs, K=self.K, D=self.D,
+            operational=self.operational_space, max_error=self.max_error, Kn=self.Kn, Dn=self.Dn,
+            wrap=np.array(chain.continuous),  # writable: numba's fast dispatch path
+            joint_damping=self.joint_damping, friction=self.friction,
+            deadband=float(friction_deadband), period=float(period),
+            singularity_damping=float(singularity_damping), limits=self.limits)
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
         f = len(self.ee_links)
-        return _law(*self._args, q, qd, np.reshape(R_d, (f, 3, 3)), np.reshape(p_d, (f, 3)),
-                    np.reshape(w, 6 * f), q_n)
+        return _law(*self.data.args, self.task, q, qd, np.reshape(R_d, (f, 3, 3)),
+                    np.reshape(p_d, (f, 3)), np.reshape(w, 6 * f), q_n)
 
     def jacobian(self, q):
         """(6 f, n): the frames' Jacobians, stacked, in base axes at their origins."""
