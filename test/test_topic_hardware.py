@@ -12,8 +12,11 @@ Reference: the demo trajectory, and the bound below with what was measured.
 
 Load: free running on wall time, a loop that a busy machine starves for more than the widened
 state_timeout (1 s) is a fault the controller must catch: then the goal ends INVALID_GOAL with
-the stall in its reason, the controller reports it on /diagnostics, and the arm holds. So the
-test asserts the goal SUCCESSFUL, or that safe outcome; never a quiet machine's figure.
+the stall in its reason, the controller reports it on /diagnostics, and the arm holds. A loop
+starved for less, whose late commands fling a joint past its URDF velocity limit, is the
+velocity fault the limits catch: the goal ends PATH_TOLERANCE_VIOLATED and the arm holds (seen
+with another test's loop beside this one: joint3 at 1.95 rad/s, limit 1.75). So the test
+asserts the goal SUCCESSFUL, or one of those safe outcomes; never a quiet machine's figure.
 """
 
 import sys
@@ -110,7 +113,9 @@ def test_the_loop_through_the_topic_based_hardware_tracks_the_demo_trajectory(ru
     # (test_closed_loop) it is 1e-5 to 5e-5. Bound: the loop closes, RMS below 0.2 rad on every
     # joint (an arm that falls, or whose trajectory is dropped, is off by the 0.3 rad move).
     error = run["error"]
-    assert len(error) > 50  # ~/controller_state, 50 Hz of steady time, through the move
+    if run["diagnostics"]["trajectory_demo"]["result"] == "SUCCESSFUL":
+        assert len(error) > 50  # ~/controller_state, 50 Hz of steady time, through the move
+    assert len(error) > 0  # up to the fault, otherwise (the next test checks its reaction)
     rms = np.sqrt(np.mean(error**2, axis=0))
     print("through the topic-based peer: RMS " + ", ".join(f"{x:.1e}" for x in rms) + " rad, max "
           f"{np.abs(error).max():.2e} rad")
@@ -135,6 +140,10 @@ def test_the_goal_succeeds_or_the_arm_holds_after_a_reported_stall(run):
     demo, controller = d["trajectory_demo"], d["computed_torque_controller"]
     print(f"goal result {demo['result']}: {demo['result_string']}; "
           f"{controller['stale_state_events']:.0f} stale-state events")
-    if demo["result"] != "SUCCESSFUL":  # a busy machine starved the loop past state_timeout
+    if demo["result"] == "PATH_TOLERANCE_VIOLATED":  # a starved loop flung a joint
+        assert "velocity fault" in demo["result_string"], demo
+        assert controller["velocity_faults"] > 0, controller
+        assert controller["message"].startswith("holding: velocity fault"), controller
+    elif demo["result"] != "SUCCESSFUL":  # a busy machine starved the loop past state_timeout
         assert demo["result"] == "INVALID_GOAL", demo
         assert controller["stale_state_events"] > 0, controller
