@@ -3,7 +3,7 @@
 #               MODE=cartesian or contact; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs;
 #               VIEW=1: a live 3D view in the browser, http://localhost:VIEW_PORT (8080), until Ctrl-C)
 #   make test   the whole test suite (what CI runs)
-#   make test-fast  the tests that start no processes (the library and the cores), for iteration
+#   make test-fast  the tests that start no processes and take under 10 s each, for iteration
 #   make lint   ruff with the rules of ament_flake8 and ament_pep257 (make test and test-fast run it)
 #   make soak   the 10-minute soak (make test runs a 1-minute one)
 #   make sweep  every URDF of example-robot-data through make demo's path
@@ -21,6 +21,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# the suite on two workers (pytest-xdist): a test file runs whole in one worker, since each
+# file's processes have their own ROS domain and its fixtures start them once. PARALLEL= runs
+# it in one process.
+PARALLEL ?= -n 2 --dist loadfile
 ARM ?= default_arm
 TRUTH ?=
 NOISE ?=
@@ -67,10 +71,10 @@ demo: $(VENV)/.runtime $(VENV)/.control_msgs $(if $(VIEW),$(VENV)/.view)
 	  $(if $(TIP),--tip $(TIP)) $(if $(JOINTS),--joints $(JOINTS)) $(if $(VIEW),--view-port $(VIEW_PORT))
 
 test: $(VENV)/.test $(VENV)/.control_msgs lint
-	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q test
+	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q $(PARALLEL) test
 
 test-fast: $(VENV)/.test lint
-	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q -m "not processes" test
+	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q $(PARALLEL) -m "not processes and not slow" test
 
 # the rules ament_flake8 and ament_pep257 check, at the house's width (ruff.toml)
 lint: $(VENV)/.test

@@ -1,9 +1,11 @@
 """Shared test helpers: where the reference URDFs are, the reference libraries, and the
-`processes` marker.
+`processes` and `slow` markers.
 
 A test module that starts processes or a ROS graph (it imports from rclpy, subprocess or the
-process harness, harness/) is marked `processes`; `make test-fast` runs the others
-(`pytest -m "not processes"`), the library and the cores, for iteration.
+process harness, harness/) is marked `processes`; a test that runs over ten seconds alone (the
+in-process closed loops of identification, the compile of every kernel) is marked `slow`.
+`make test-fast` runs the others (`pytest -m "not processes and not slow"`), the library and
+the cores, for iteration; `make test` runs them all.
 
 The reference libraries (pinocchio, example-robot-data, scipy, hypothesis) are test-only
 dependencies; `make test` installs them. Where one is missing a test is skipped with the reason,
@@ -59,6 +61,7 @@ def _starts_processes(module):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "processes: starts processes or a ROS graph (slow)")
+    config.addinivalue_line("markers", "slow: over ten seconds alone, without processes")
 
 
 def pytest_collection_modifyitems(items):

@@ -180,6 +180,7 @@ print(json.dumps({{"warm": len(before), "new": sorted(signatures() - before)}}))
 """
 
 
+@pytest.mark.slow  # compiles every kernel in a fresh cache
 def test_after_warm_up_a_switch_of_mode_compiles_nothing(tmp_path):
     # Reference: numba's own record of what it compiled or loaded (dispatcher overloads). A
     # kernel first used at run time stalls the loop for its compile on a first run (20.7 s for

@@ -6,8 +6,6 @@ References: the controller given the true URDF (the loop's floor) and the nomina
 the same simulated truth and trajectory; the bounds are in each test.
 """
 
-
-
 import numpy as np
 import pytest
 from conftest import DEFAULT_ARM, PIN_ARMS, require, robots_dir
@@ -22,6 +20,8 @@ from dyn_control.identification.fit import (
     regressor,
 )
 from dyn_control.identification.offline import identify as identify_run
+
+pytestmark = pytest.mark.slow  # 10 to 20 s per closed loop, with the real arm's substeps
 
 # dynamics_simulator's effort is the torque held over the step before each state
 SIM_EFFORT_DELAY = 0.0005
