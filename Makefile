@@ -22,8 +22,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # the suite on two workers (pytest-xdist): a test file runs whole in one worker, since each
-# file's processes have their own ROS domain and its fixtures start them once. PARALLEL= runs
-# it in one process.
+# file's processes have their own ROS domain and its fixtures start them once; the tests
+# marked `alone` run after, by themselves (test/conftest.py). PARALLEL= runs it in one process.
 PARALLEL ?= -n 2 --dist loadfile
 ARM ?= default_arm
 TRUTH ?=
@@ -71,7 +71,8 @@ demo: $(VENV)/.runtime $(VENV)/.control_msgs $(if $(VIEW),$(VENV)/.view)
 	  $(if $(TIP),--tip $(TIP)) $(if $(JOINTS),--joints $(JOINTS)) $(if $(VIEW),--view-port $(VIEW_PORT))
 
 test: $(VENV)/.test $(VENV)/.control_msgs lint
-	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q $(PARALLEL) test
+	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q $(PARALLEL) -m "not alone" test
+	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q -m alone test
 
 test-fast: $(VENV)/.test lint
 	DYN_CONTROL_REQUIRE_REFERENCES=1 $(PY) -m pytest -q $(PARALLEL) -m "not processes and not slow" test

@@ -5,7 +5,9 @@ A test module that starts processes or a ROS graph (it imports from rclpy, subpr
 process harness, harness/) is marked `processes`; a test that runs over ten seconds alone (the
 in-process closed loops of identification, the compile of every kernel) is marked `slow`.
 `make test-fast` runs the others (`pytest -m "not processes and not slow"`), the library and
-the cores, for iteration; `make test` runs them all.
+the cores, for iteration; `make test` runs them all, on two workers, then the tests marked
+`alone` by themselves: loops on wall time at 1 kHz whose outcome another test's loop beside
+them changes (the topic-based hardware's four processes).
 
 The reference libraries (pinocchio, example-robot-data, scipy, hypothesis) are test-only
 dependencies; `make test` installs them. Where one is missing a test is skipped with the reason,
@@ -62,6 +64,7 @@ def _starts_processes(module):
 def pytest_configure(config):
     config.addinivalue_line("markers", "processes: starts processes or a ROS graph (slow)")
     config.addinivalue_line("markers", "slow: over ten seconds alone, without processes")
+    config.addinivalue_line("markers", "alone: make test runs it after the others, by itself")
 
 
 def pytest_collection_modifyitems(items):

@@ -38,6 +38,8 @@ from harness import processes  # noqa: E402
 require("control_msgs")
 from control_msgs.msg import JointTrajectoryControllerState  # noqa: E402
 
+pytestmark = pytest.mark.alone  # four processes at 1 kHz of wall time on the two cores
+
 DOMAIN = 68
 JOINTS = [f"joint{i}" for i in range(1, 8)]
 DURATION = 6.0  # s of demo trajectory
