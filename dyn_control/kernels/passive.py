@@ -7,7 +7,7 @@ import numpy as np
 
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
-from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor, cholesky_solve
+from dyn_control.kernels.linalg import cholesky_solve
 from dyn_control.kernels.mass_matrix import crba, forward_dynamics, poses
 from dyn_control.kernels.newton_euler import NO_WRENCH
 
@@ -61,37 +61,6 @@ def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max):
     return v
 
 
-# dt B (M^-1)_ii, a joint's damping over one step against its effective inertia, above which
-# the damping is taken by implicit Euler rather than the trapezoid: the trapezoid's factor
-# (1 - z/2) / (1 + z/2) decays like exp(-z) below it (0.6 against 0.61 at 1/2) but not far
-# beyond (0 at 2, then negative: a stiffly damped light joint would flip its velocity each step).
-TRAPEZOID_MAX = 0.5
-
-
-@jit
-def trapezoid_start(M, L, v0, v_free, damping, dt):
-    """(v_start, implicit): what passive_velocity takes so that damping acts by the trapezoid,
-    B (v0 + v) / 2 over the step (second order in it), on each joint where dt B_i (M^-1)_ii is
-    at most TRAPEZOID_MAX, and by implicit Euler, B v, on the others: v_start = v_free - dt
-    M^-1 (B - implicit) v0, implicit = B / 2 or B per joint. L: a workspace for M's factor.
-    """
-    n = v0.shape[0]
-    cholesky_factor(M, L)
-    implicit, early, unit, x = damping.copy(), np.zeros(n), np.zeros(n), np.empty(n)
-    trapezoid = False
-    for i in range(n):
-        if damping[i] > 0:
-            unit[i] = 1.0
-            if dt * damping[i] * cholesky_apply(L, unit, x)[i] <= TRAPEZOID_MAX:
-                implicit[i] = 0.5 * damping[i]
-                early[i] = dt * implicit[i] * v0[i]
-                trapezoid = True
-            unit[i] = 0.0
-    if not trapezoid:
-        return v_free, implicit
-    return v_free - cholesky_apply(L, early, x), implicit
-
-
 @jit
 def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction, lower, upper,
                     dt,
@@ -101,9 +70,7 @@ def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, fri
     The smooth dynamics (tau, gravity, Coriolis) is integrated by RK4 (rk4 true) or explicit
     Euler in velocity; damping, friction and the stops of joints that reached a position limit
     (lower, upper: (n,), infinite for none) then act implicitly through passive_velocity with M
-    at the new position, the damping by the trapezoid after RK4 where it is not stiff
-    (trapezoid_start), else by implicit Euler. After RK4 the position takes half the step's
-    passive velocity change,
+    at the new position. After RK4 the position takes half the step's passive velocity change,
     as if that change grew linearly over the step (RK4's position already holds dt^2/2 of the
     free acceleration); after Euler it takes all of it (q += dt v, semi-implicit). Either way
     a joint that sticks stays exactly where it was, and a joint at its damping-limited speed
@@ -139,10 +106,7 @@ def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, fri
             v_max[i] = 0.0
     poses(m, d, q_free)
     crba(m, d, d.M)
-    start, implicit = v_free, damping
-    if rk4:
-        start, implicit = trapezoid_start(d.M, d.L, qd, v_free, damping, dt)
-    v = passive_velocity(d.M, start, implicit, friction, dt, v_min, v_max)
+    v = passive_velocity(d.M, v_free, damping, friction, dt, v_min, v_max)
     q_next = q_free + share * dt * (v - v_free)
     for i in range(n):
         q_next[i] = min(max(q_next[i], lower[i]), upper[i])

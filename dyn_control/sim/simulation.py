@@ -6,10 +6,7 @@ A step splits the dynamics in two (kernels.passive.simulation_step):
 2. the passive joints, implicitly, as MuJoCo does: damping folded into the mass matrix,
    (M + dt B) v = M v_rk4 - dt f, Coulomb friction as a bounded force f (|f_i| <= friction_i,
    a joint inside its band sticks) and each position limit as a stop that only pushes out.
-   passive_velocity solves that exactly; it can only take kinetic energy out. After RK4 the
-   damping of a joint where it is not stiff acts by the trapezoid, B (v_start + v) / 2, which
-   is second order in the step and still exact at a damping-limited speed; on a stiff one
-   (dt B over half its effective inertia) by implicit Euler, which cannot overshoot.
+   passive_velocity solves that exactly; it can only take kinetic energy out.
 
 Why this scheme:
 - Real URDFs put heavy damping on light links (xArm7: 10 N m s/rad on 1.4e-4 kg m^2, a time
@@ -26,14 +23,12 @@ Why this scheme:
   round-off, in one pass instead of n, and computed by other code than the controller's.
 
 `substeps` splits each dt into that many steps of dt / substeps, the torque held over all of
-them, as a real arm's physics runs between two commands. The damping is second order in the
-step (the single joint's closed form: 1.2e-5 rad/s at one step per 1 ms, 1.2e-7 with ten), but
-Coulomb friction is not: it acts at the step's end velocity, so a joint that reverses within a
-step feels the wrong sign for part of it. A simulated "real arm" whose recorded torques are
-fitted to the continuous model (identification) needs that error below what the fit can see:
-with the identification tests' damping and friction on the default arm, one step per 1 ms put
-the identified URDF at 5x to 16x the true URDF's tracking error, ten at 1.2x to 1.4x
-(docs/identification.md).
+them, as a real arm's physics runs between two commands. The passive split above is first
+order in the step: damping acts on the end velocity, and the RK4 stages see velocities friction
+has not slowed yet. A simulated "real arm" whose recorded torques are fitted to the continuous
+model (identification) needs that error below what the fit can see: with the identification tests'
+damping and friction on the default arm, one step per 1 ms put the identified URDF at 6x to 8x
+the true URDF's tracking error, ten at 1.1x to 1.3x (docs/identification.md).
 
 Applied effort is saturated to the effort limits. A step that produces a non-finite state is
 undone: the state goes back to the last finite one, at rest, and `step` says so.
