@@ -10,7 +10,7 @@ gravity (kinetic only: it never grows); the same loop with neither compensating.
 import numpy as np
 import pytest
 from conftest import read_table
-from test_limits import DT, REAL, Lockstep, arm
+from lockstep import DT, REAL, Lockstep, arm
 
 from dyn_control import gravity_torques, mass_matrix
 from dyn_control.controller.core import ControllerCore

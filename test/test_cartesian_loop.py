@@ -32,7 +32,7 @@ def test_the_bag_holds_the_poses_not_the_joint_space_topics(run):
     is about) with their messages, as many as the recorder received, beside the loop's topics;
     no empty ~/reference and ~/error.
     """
-    from test_demo_bag import read_rosbags
+    from bags import read_rosbags
     messages, kinds = read_rosbags(run["bag_path"])
     for name in ("current_pose", "target_pose"):
         topic = f"/computed_torque_controller/{name}"

@@ -7,6 +7,7 @@ messages, and the simulator's fixed step for the ticks between the first and las
 
 import numpy as np
 import pytest
+from bags import read_rosbags
 from conftest import DEFAULT_ARM
 
 from dyn_control import load_chain
@@ -31,20 +32,6 @@ def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bag")
     result = closed_loop("default_arm", 2.0, None, folder / "logs", DOMAIN, bag=folder / "run")
     return result, folder / "run"
-
-
-def read_rosbags(path):
-    """{topic: [(log ns, message)]} and {topic: (msgtype, [Qos])} by rosbags."""
-    from rosbags.rosbag2 import Reader
-    from rosbags.typesys import Stores, get_typestore
-    store = get_typestore(Stores.ROS2_KILTED)
-    messages, kinds = {}, {}
-    with Reader(path) as reader:
-        for c in reader.connections:
-            kinds[c.topic] = (c.msgtype, c.ext.offered_qos_profiles)
-        for c, ns, raw in reader.messages():
-            messages.setdefault(c.topic, []).append((ns, store.deserialize_cdr(raw, c.msgtype)))
-    return messages, kinds
 
 
 def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick(run):

@@ -12,8 +12,8 @@ import warnings
 
 import numpy as np
 import pytest
+from arm_sweep import real_arms
 from conftest import read_table, robots_dir, table_values
-from test_urdf_files import real_arms
 
 from dyn_control import load_chain
 from dyn_control.controller.core import ControllerCore

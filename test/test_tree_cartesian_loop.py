@@ -30,7 +30,7 @@ def test_the_bag_holds_each_hands_poses(run):
     """Both hands' ~/<link>/current_pose, with messages (the demo holds the hands where they
     are: no target is published, so none is kept); no empty joint-space topic.
     """
-    from test_demo_bag import read_rosbags
+    from bags import read_rosbags
     messages, kinds = read_rosbags(run[0]["bag_path"])
     for link in ("left_tool", "right_tool"):
         topic = f"/computed_torque_controller/{link}/current_pose"

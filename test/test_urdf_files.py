@@ -11,20 +11,12 @@ import warnings
 
 import numpy as np
 import pytest
-from arm_sweep import arm_paths
+from arm_sweep import real_arms
 from conftest import PACKAGE_DIR, robots_dir
 
 from dyn_control import load_chain
 from dyn_control.identification.fit import INERTIAL, identified_urdf, parameters, perturbed
 from dyn_control.model.urdf import read_urdf_text, robot_element, top_level
-
-# arms that load only with a limb chosen, as make demo's TIP= chooses it
-CHOSEN = {"baxter_description/urdf/baxter.urdf": {"tip_link": "left_gripper_base_link"},
-          "tiago_description/robots/tiago_dual.urdf": {"tip_link": "arm_left_tool_link"}}
-
-
-def real_arms():
-    return [(rel, {}) for rel in arm_paths()] + list(CHOSEN.items())
 
 
 def canonical(element):

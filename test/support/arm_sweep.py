@@ -31,6 +31,16 @@ def arm_paths():
     return tuple(found)
 
 
+# arms that load only with a limb chosen, as make demo's TIP= chooses it
+CHOSEN = {"baxter_description/urdf/baxter.urdf": {"tip_link": "left_gripper_base_link"},
+          "tiago_description/robots/tiago_dual.urdf": {"tip_link": "arm_left_tool_link"}}
+
+
+def real_arms():
+    """(path, load_chain keywords) of every arm of arm_paths, and of CHOSEN's limbs."""
+    return [(rel, {}) for rel in arm_paths()] + list(CHOSEN.items())
+
+
 def load_arm(rel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
