@@ -53,7 +53,7 @@ def test_a_real_arm_with_stiff_damping_tracks_over_dds(tmp_path):
     # joint (measured 6e-5 to 2.4e-4), no blow-up, no watchdog.
     from conftest import robots_dir
     arm = robots_dir() / "xarm_description/urdf/xarm7.urdf"
-    result = closed_loop(str(arm), 10.0, None, tmp_path, 66)
+    result = closed_loop(str(arm), 10.0, None, tmp_path, 54)
     rms, _ = tracking_figures(result)
     assert np.all(rms < 1e-3), rms
     assert np.ptp(result["reference"], axis=0).min() > 0.05

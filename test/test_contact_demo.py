@@ -10,7 +10,7 @@ pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness import demo  # noqa: E402  (a module that starts processes: marked so)
 
 ARMS = {"default_arm": ([], "78"),
-        "ur5": (["--arm", "ur_description/urdf/ur5_robot.urdf"], "41"),
+        "ur5": (["--arm", "ur_description/urdf/ur5_robot.urdf"], "56"),
         "panda": (["--arm", "panda_description/urdf/panda.urdf", "--tip", "panda_hand"], "46")}
 
 

@@ -31,7 +31,7 @@ from harness.background import BackgroundNode  # noqa: E402
 require("control_msgs")
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 
-DOMAIN = 71
+DOMAIN = 51
 CONTROLLER, SIMULATOR = "/computed_torque_controller", "/dynamics_simulator"
 Q = np.array(BENT_POSE)
 PUSH = [60.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # N at the hand, base axes: 44 N m on joint2

@@ -33,7 +33,7 @@ GROWTH_MB = max(2.0, 5.0 * 0.75 * SECONDS / 450)  # from a quarter of the run to
 @pytest.fixture(scope="module")
 def soak():
     res = subprocess.run([sys.executable, str(SUPPORT_DIR / "soak.py"), str(SECONDS),
-                          "78"],
+                          "58"],
                          capture_output=True, text=True, timeout=30 * SECONDS + 300)
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads(res.stdout.strip().splitlines()[-1])
