@@ -198,13 +198,11 @@ def controller_settings(chain, p):
     kd = critical_damping(p.kp) if p.kd is None else p.kd
     check_gains(p.mode, p.kp, kd, p.control_period, chain.joint_names)
     model = payload_model(chain, p)
-    limits = effort_limits(chain, () if p.effort_limits is None else p.effort_limits)
-    rate = () if p.max_effort_rate is None else p.max_effort_rate
-    cartesian_damping = p.cartesian_damping
+    limits = effort_limits(chain, p.effort_limits)
     return ControllerSettings(
         mode=p.mode, model=model,
         payload_kg=round(float(model.mass.sum() - chain.mass.sum()), 9), limits=limits,
-        max_effort_rate=rate_limits(limits, rate,
+        max_effort_rate=rate_limits(limits, p.max_effort_rate,
                                     [joint.type == "prismatic" for joint in chain.joints]),
         rate=p.rate, state_timeout=p.state_timeout, on_state_timeout=p.on_state_timeout,
         target_filter=p.target_filter, nullspace_posture=p.nullspace_posture,
@@ -216,8 +214,8 @@ def controller_settings(chain, p):
         cartesian=Cartesian(
             ee_link=ee_links,
             stiffness=per_frame(p.cartesian_stiffness, frames, "cartesian_stiffness"),
-            damping=None if unset(cartesian_damping) else per_frame(
-                cartesian_damping, frames, "cartesian_damping"),
+            damping=None if unset(p.cartesian_damping) else per_frame(
+                p.cartesian_damping, frames, "cartesian_damping"),
             nullspace_stiffness=p.nullspace_stiffness, nullspace_damping=p.nullspace_damping,
             operational_space=bool(p.operational_space),
             max_pose_error=gain_vector(p.max_pose_error, 2, "max_pose_error")),

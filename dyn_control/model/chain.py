@@ -77,11 +77,12 @@ def as_limit(values):
     return np.where(values > 0, values, np.inf)
 
 
-def effort_limits(chain, override=()):
-    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given; 0 means
-    none (as_limit).
+def effort_limits(chain, override=None):
+    """(n,) N m or N: the URDF effort limits, or `override` (one per joint) when given (None or
+    empty: not given); 0 means none (as_limit).
     """
-    limits = chain.effort_limits if len(override) == 0 else np.asarray(override, dtype=float)
+    given = override is not None and len(override) > 0
+    limits = np.asarray(override, dtype=float) if given else chain.effort_limits
     if limits.shape != (chain.n,) or np.any(np.isnan(limits)) or np.any(limits < 0):
         raise ValueError(f"effort_limits must be {chain.n} values >= 0, "
                          f"got {np.asarray(override).tolist()}")

@@ -61,7 +61,7 @@ def simulator_settings(chain, p):
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")
     model = payload_model(chain, p)
-    limits = effort_limits(chain, () if p.effort_limits is None else p.effort_limits)
+    limits = effort_limits(chain, p.effort_limits)
     return SimulatorSettings(
         model=model, q0=default_initial_positions(model, limits) if q0 is None else q0,
         dt=p.dt, integrator=p.integrator, substeps=p.substeps, limits=limits,
