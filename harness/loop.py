@@ -84,7 +84,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         # moving samples (92 ms of them seen), and the error along the trajectory changes
         # 100-fold within a second, so a start read off the recording would shift every window
         try:
-            _wait_for(lambda: _started(recorder), nodes, timeout, "no trajectory started")
+            _wait_for(_started(recorder), nodes, timeout, "no trajectory started")
         except TimeoutError as err:  # what each node said last tells where it stopped
             said = {name: node_status(recorder, name).get("message")
                     for name in (CONTROLLER_NODE, "trajectory_demo", "dynamics_simulator")}
@@ -180,18 +180,28 @@ def _bag_urdf(bag, urdf):
 
 
 def _started(recorder):
-    """True once the controller says a trajectory started; RuntimeError with the goal's result
-    if the demo got one first (a refused goal would otherwise wait out the whole timeout).
+    """A test for "the controller says a trajectory started", polled by _wait_for. Once the demo
+    has its goal's result, the controller gets two of its /diagnostics periods to say so (a short
+    trajectory, run synchronously faster than real time, can end between two of them); then
+    RuntimeError with the result, so a refused goal does not wait out the whole timeout.
     """
-    if "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE):
-        return True
-    demo = node_status(recorder, "trajectory_demo")
-    if "result" in demo:
+    from dyn_control.nodes.diagnostics import PERIOD
+    result_seen = []
+
+    def started():
+        if "trajectory_start_s" in node_status(recorder, CONTROLLER_NODE):
+            return True
+        demo = node_status(recorder, "trajectory_demo")
+        if "result" not in demo:
+            return False
+        result_seen.append(time.monotonic())
+        if result_seen[-1] - result_seen[0] < 2 * PERIOD:
+            return False
         controller = node_status(recorder, CONTROLLER_NODE)
         raise RuntimeError(f"the goal ended before any trajectory started: {demo['result']}: "
                            f"{demo.get('result_string')}; the controller said "
                            f"{controller.get('message')!r}")
-    return False
+    return started
 
 
 def _paired(recorder):

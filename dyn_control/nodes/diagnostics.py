@@ -10,9 +10,10 @@ from rclpy.clock import Clock, ClockType
 from dyn_control.nodes.messages import set_stamp
 
 _LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN}
+PERIOD = 1.0  # s of steady time between a node's /diagnostics, unless it asks otherwise
 
 
-def publish_diagnostics(node, status, period=1.0, stamp=None):
+def publish_diagnostics(node, status, period=PERIOD, stamp=None):
     """/diagnostics (diagnostic_msgs/DiagnosticArray) every `period` s of steady time: one status
     named after the node from status() -> (level "OK" | "WARN", message, {key: value}), or
     nothing while status() is None. The header carries the time of the node's other messages:
