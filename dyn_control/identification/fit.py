@@ -258,28 +258,37 @@ def consistent_fit(W, tau, n, nominal, regularization=1e-8, sigma=None):
     sigma = row_sigma(W, tau, n) if sigma is None else sigma
     rows, target = W / sigma[:, None], tau / sigma
     count = W.shape[1]
-    gram = rows.T @ rows
-    weight = regularization * np.trace(gram) / count
-    P = sparse.csc_matrix(np.triu(gram + weight * np.eye(count)))
-    q = -(rows.T @ target + weight * np.asarray(nominal, dtype=float))
-    blocks, cones = [], []
+    nominal = np.asarray(nominal, dtype=float)
+    # in the step from the nominal, delta, and the residual r = R delta - c of the rows' QR:
+    # |rows pi - target|^2 = |r|^2 + what no pi reaches, so the objective is the part of the
+    # residual the fit decides. Written in pi and the Gram matrix, it was that less |tau|^2,
+    # 5e9 times more on a clean recording, and the solver's relative tolerance left the
+    # residual at twice the true parameters'.
+    Q, R = np.linalg.qr(rows)
+    c = Q.T @ target - R @ nominal
+    weight = regularization * np.trace(R.T @ R) / count
+    P = sparse.diags(np.concatenate([np.full(count, weight), np.ones(count)])).tocsc()
+    blocks = [np.hstack([R, -np.eye(count)])]  # R delta - r = c
+    offsets, cones = [c], [clarabel.ZeroConeT(count)]
     svec = _pseudo_inertia_svec(INERTIAL)
-    for i in range(n):  # Clarabel's slack s = b - A x in the cone: b = 0, A = -svec(J)
-        A = np.zeros((10, count))
+    for i in range(n):  # Clarabel's slack s = b - A x in the cone: s = svec(J(nominal + delta))
+        A = np.zeros((10, 2 * count))
         A[:, INERTIAL * i:INERTIAL * (i + 1)] = -svec
         blocks.append(A)
+        offsets.append(-A[:, :count] @ nominal)
         cones.append(clarabel.PSDTriangleConeT(4))
-    A = np.zeros((2 * n, count))  # viscous and Coulomb >= 0
+    A = np.zeros((2 * n, 2 * count))  # viscous and Coulomb >= 0
     A[np.arange(2 * n), INERTIAL * n + np.arange(2 * n)] = -1.0
     blocks.append(A)
+    offsets.append(-A[:, :count] @ nominal)
     cones.append(clarabel.NonnegativeConeT(2 * n))
-    A = sparse.csc_matrix(np.vstack(blocks))
     settings = clarabel.DefaultSettings()
     settings.verbose = False
-    solution = clarabel.DefaultSolver(P, q, A, np.zeros(A.shape[0]), cones, settings).solve()
+    solution = clarabel.DefaultSolver(P, np.zeros(2 * count), sparse.csc_matrix(np.vstack(blocks)),
+                                      np.concatenate(offsets), cones, settings).solve()
     if str(solution.status) not in ("Solved", "AlmostSolved"):
         raise ValueError(f"the physically consistent fit did not converge: {solution.status}")
-    return np.array(solution.x)
+    return nominal + np.array(solution.x)[:count]
 
 
 def body_inertials(pi, n):
