@@ -489,13 +489,14 @@ SIMULATOR = Table(
           shown_default="zeros, or the middle of the limits where 0 is outside them, at least "
           "10 % of the range inside each limit; where the effort limits cannot hold that "
           "against gravity, the nearest pose that needs at most 80 % of each", per_joint=POSITIONS),
-    Param("dt", DEFAULT_DT, "s, fixed step: RK4 for the smooth dynamics, then damping, friction "
-          "and stops implicitly ([the step](simulator.md#the-physics-of-a-step))", run_time=False,
+    Param("dt", DEFAULT_DT, "s, fixed step: RK4 with the passive torques in its stages, then "
+          "stiff damping, friction where a joint stops, and the stops implicitly "
+          "([the step](simulator.md#the-physics-of-a-step))", run_time=False,
           low=0.0, high=0.1, open_low=True),
     Param("integrator", "rk4", "or `semi_implicit_euler` (drifts more; kept for comparison)",
           run_time=False, choices=INTEGRATORS),
-    Param("substeps", 1, "physics steps per `dt`, the effort held over them: a finer passive "
-          "step for a simulated real arm ([substeps](simulator.md#substeps))", run_time=False,
+    Param("substeps", 1, "physics steps per `dt`, the effort held over them; a simulated real "
+          "arm needs none ([substeps](simulator.md#substeps))", run_time=False,
           low=1),
     Param("publish_rate", 1000.0, "Hz of `/joint_states`", run_time=False, low=0.0,
           open_low=True),

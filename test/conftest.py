@@ -3,7 +3,7 @@
 
 A test module that starts processes or a ROS graph (it imports from rclpy, subprocess or the
 process harness, harness/) is marked `processes`; a test that runs over ten seconds alone (the
-in-process closed loops of identification, the compile of every kernel) is marked `slow`.
+compile of every kernel) is marked `slow`.
 `make test-fast` runs the others (`pytest -m "not processes and not slow"`), the library and
 the cores, for iteration; `make test` runs them all, on two workers, then the tests marked
 `alone` by themselves: loops on wall time at 1 kHz whose outcome another test's loop beside

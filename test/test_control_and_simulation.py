@@ -30,6 +30,7 @@ from dyn_control.controller.laws import (
     gain_vector,
     saturate,
 )
+from dyn_control.kernels.passive import STAGED_DAMPING_MAX
 from dyn_control.model.chain import effort_limits
 from dyn_control.sim.simulation import Simulation
 
@@ -122,8 +123,10 @@ def test_continuous_joint_error_wraps():
 
 
 def test_law_saturates_and_compensates_friction(arm):
-    # ControlLaw = control_torque + B (qd + period v) + friction * clip((kp e + kd qd_d) /
-    # (kp deadband), -1, 1), clipped to the limits; v = qdd_d + kd ed + kp e
+    # ControlLaw = control_torque + B (qd + s period v) + friction * clip((kp e + kd qd_d) /
+    # (kp deadband), -1, 1), clipped to the limits; v = qdd_d + kd ed + kp e, s = 1/2 where
+    # period B is at most STAGED_DAMPING_MAX of the joint's inertia with the others free, 1
+    # where the damping is stiffer (laws.period_damping)
     rng = np.random.default_rng(2)
     q, qd, q_d, qd_d, qdd_d = rng.uniform(-1, 1, (5, 7))
     q_d[:3] = q[:3] + rng.uniform(-2e-4, 2e-4, 3)  # some joints inside the deadband
@@ -132,6 +135,7 @@ def test_law_saturates_and_compensates_friction(arm):
     limits = np.array([176, 176, 110, 110, 110, 40, 40], dtype=float) / 20
     raw = control_torque(arm, "computed_torque", q, qd, q_d, qd_d, qdd_d, kp, kd)
     damping, friction = np.full(7, 0.05), np.full(7, 0.5)  # the default arm has no friction
+    damping[6] = 2.0  # stiff on the light wrist: 2e-3 * 2 against its 3.1e-3 kg m^2
     chain = dataclasses.replace(arm, joints=tuple(
         dataclasses.replace(j, damping=b, friction=f) for j, b, f in zip(arm.joints, damping,
                                                                          friction)))
@@ -140,7 +144,10 @@ def test_law_saturates_and_compensates_friction(arm):
     tau, e, ed = law(q, qd, q_d, qd_d, qdd_d)
     v = qdd_d + kd * (qd_d - qd) + kp * (q_d - q)
     share = np.clip((kp * (q_d - q) + kd * qd_d) / (kp * 1e-4), -1, 1)
-    expected = np.clip(raw + damping * (qd + 2e-3 * v) + friction * share, -limits, limits)
+    inertia = 1.0 / np.diag(np.linalg.inv(mass_matrix(chain, q)))
+    s = np.where(2e-3 * damping <= STAGED_DAMPING_MAX * inertia, 0.5, 1.0)
+    assert set(s) == {0.5, 1.0}  # both kinds of joint
+    expected = np.clip(raw + damping * (qd + s * 2e-3 * v) + friction * share, -limits, limits)
     np.testing.assert_allclose(tau, expected, atol=1e-12)
     assert np.any(np.abs(share) < 1)  # the deadband was exercised
     np.testing.assert_allclose(e, q_d - q, atol=1e-15)

@@ -27,27 +27,25 @@ ARMS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", 86)}
 
 @pytest.mark.parametrize("name", ARMS)
 def test_identify_on_a_simulated_real_arm(name, tmp_path):
-    """identify runs both goals through the controller's action, records them as rosbag2
-    folders that read back with the arm's joints, and writes a URDF that loads; on the
-    validation run the identified model's torque error is within the 3 % of each
-    proximal joint's RMS and 5 % on the wrist, and at most a fifth of the nominal URDF's (0.04
-    to 0.25 % against 23 to 58 % seen: the simulator's effort read half a step late, as it
-    is held over the step before each state, and the stretches between states the recorder
-    missed taken alone); the consistent fit's residual, in the fit's weights, is within 1.25x
-    the unconstrained fit's (a ratio of two residuals near the simulator's integration error,
-    docs/identification.md: 1.13x and 1.18x seen since the excitation keeps out of the
-    controller's limits, where nothing clips it: in process no rate-limited tick and no barrier
-    over the excitation). The URDF identify wrote keeps the fitted friction on the joints
-    (a writer that searched the whole tree wrote it into the transmissions) and tracks the held-out
-    trajectory in the synchronous in-process loop (which reproduced the DDS loop to 4 digits on the
-    default arm), within 1.5x of the true URDF (1.03x seen on the UR5, 1.27x on the Panda).
-    Over DDS, the demo trajectory on the truth (simulated as a real arm: harness.loop gives
-    sim_urdf REAL_ARM_SUBSTEPS), computed torque with integral off: at least 10x better given
-    the identified URDF than given the nominal file (the UR5 1447x: 3.1e-5 against 4.5e-2
-    rad, the worst joint's RMS; the Panda 400x: 2.4e-4 against 9.7e-2), and within 1.5x of
-    the true URDF (the demo's motion keeps out of the limits' margins: both near the loop's
-    floor, 2.9e-5 and 3.0e-5 rad, the identified one the lower once). The runs are synchronous in
-    simulated time: the figures do not depend on the load.
+    """identify runs both goals through the controller's action, records them as rosbag2 folders
+    that read back with the arm's joints, and writes a URDF that loads; on the validation run
+    the identified model's torque error is within the 3 % of each proximal joint's RMS and 5 %
+    on the wrist, and at most a fifth of the nominal URDF's (0.04 to 0.25 % against 23 to 58 %
+    seen: the simulator's effort read half a step late, as it is held over the step before each
+    state, and the stretches between states the recorder missed taken alone); the consistent
+    fit's residual, in the fit's weights, is within 1.25x the unconstrained fit's (a ratio of
+    two residuals near the recording's floor, docs/identification.md: 1.03x seen; the true
+    parameters' residual is the unconstrained fit's to 1e-3, so what is over 1 is the consistent
+    fit's own error). The URDF identify wrote keeps the fitted friction on the joints (a writer
+    that searched the whole tree wrote it into the transmissions) and tracks the held-out
+    trajectory in the synchronous in-process loop (which reproduced the DDS loop to 4 digits on
+    the default arm), within 1.5x of the true URDF (1.02x seen on the UR5). Over DDS, the demo
+    trajectory on the truth (simulated as a real arm: harness.loop gives sim_urdf
+    REAL_ARM_SUBSTEPS), computed torque with integral off: at least 10x better given the
+    identified URDF than given the nominal file (the UR5 1443x: 3.13e-5 against 4.5e-2 rad, the
+    worst joint's RMS), and within 1.5x of the true URDF (the demo's motion keeps out of the
+    limits' margins: both at the loop's floor, 3.13e-5 and 3.12e-5 rad). The runs are
+    synchronous in simulated time: the figures do not depend on the load.
     """
     require("clarabel")
     require("rosbags")

@@ -46,7 +46,8 @@ def test_passive_velocity_meets_its_optimality_conditions():
         damping = rng.uniform(0, 20, n) * (rng.random(n) < 0.7)
         friction = rng.uniform(0, 2, n) * (rng.random(n) < 0.7)
         v_min = np.where(rng.random(n) < 0.2, 0.0, -np.inf)
-        v = passive_velocity(M, v_free, damping, friction, dt, v_min, np.full(n, np.inf))
+        v = passive_velocity(M, v_free, damping, friction, dt, v_min, np.full(n, np.inf), v_free,
+                             False)
         residual = (M + dt * np.diag(damping)) @ v - M @ v_free  # = -dt f + mu
         scale = np.abs(M).max() * (np.abs(v_free).max() + np.abs(v).max()) + 1e-300
         tol = 1e-9 * scale
@@ -59,6 +60,23 @@ def test_passive_velocity_meets_its_optimality_conditions():
         assert np.all(residual[at_stop] >= -dt * friction[at_stop] - tol)  # the stop only pushes
         assert np.all(v >= v_min - 1e-15)
         assert v @ M @ v <= v_free @ M @ v_free * (1 + 1e-12) + 1e-300
+
+
+@pytest.mark.parametrize("accel,end,at_end_velocity", [(-3.0, -1.5, -1.0), (-0.5, 0.0, 0.0),
+                                                        (2.0, 2.0, 2.0)])
+def test_friction_split_at_the_stop_is_exact_for_a_constant_torque(accel, end, at_end_velocity):
+    # One joint, M = 1, v0 = 1, friction 1 (1 rad/s^2), a constant torque of `accel` over a
+    # unit step (dt = 1). Closed form: it decelerates at accel - 1 until it stops (at 1/4 of the
+    # step for -3, at 2/3 for -0.5), then turns at accel + 1, or sticks where |accel| <= 1;
+    # `end` is its velocity at the step's end. Taking the whole step's friction at the end
+    # velocity (split off) gives `at_end_velocity`: a turning joint's is off by half its impulse.
+    M, dt = np.eye(1), 1.0
+    v0, v_free = np.array([1.0]), np.array([1.0 + accel * dt])
+    none, inf, friction = np.array([0.0]), np.array([np.inf]), np.array([1.0])
+    v = passive_velocity(M, v_free, none, friction, dt, -inf, inf, v0, True)
+    np.testing.assert_allclose(v, [end], atol=1e-14)
+    v = passive_velocity(M, v_free, none, friction, dt, -inf, inf, v0, False)
+    np.testing.assert_allclose(v, [at_end_velocity], atol=1e-14)
 
 
 def _one_joint(inertia, damping, friction):

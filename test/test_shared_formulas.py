@@ -16,7 +16,7 @@ from conftest import PACKAGE_DIR
 
 from dyn_control import load_chain
 from dyn_control.controller.cartesian import CartesianLaw
-from dyn_control.controller.laws import ControlLaw, friction_share, implicit_damping, wrapped
+from dyn_control.controller.laws import ControlLaw, friction_share, period_damping, wrapped
 from dyn_control.poses import default_initial_positions
 
 FRICTION = 0.5  # N m on every joint (the default arm has none)
@@ -39,8 +39,13 @@ def test_friction_share_is_the_clipped_pull_and_its_sign_without_a_band():
     assert friction_share(0.0, 0.0) == 0.0
 
 
-def test_implicit_damping_and_the_wrap_are_their_closed_forms():
-    assert implicit_damping(0.05, 0.3, -2.0, 1e-3) == pytest.approx(0.05 * (0.3 - 2e-3), abs=1e-15)
+def test_period_damping_and_the_wrap_are_their_closed_forms():
+    # the damping at the period's mean velocity where the simulator's stages take it (1e-3 *
+    # 0.05 / 0.01 = 5e-3 <= STAGED_DAMPING_MAX), at its end velocity where it is stiff
+    # (1e-3 * 0.05 / 1e-5 = 5)
+    mean, end = 0.05 * (0.3 - 1e-3), 0.05 * (0.3 - 2e-3)
+    assert period_damping(0.05, 0.3, -2.0, 1e-3, 0.01) == pytest.approx(mean, abs=1e-15)
+    assert period_damping(0.05, 0.3, -2.0, 1e-3, 1e-5) == pytest.approx(end, abs=1e-15)
     for err in (0.1, math.pi - 1e-9, -math.pi, 3 * math.pi / 2, -7.0):
         w = wrapped(err)
         assert -math.pi <= w < math.pi

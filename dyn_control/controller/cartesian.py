@@ -39,7 +39,7 @@ import numpy as np
 
 from dyn_control.controller.laws import (
     friction_share,
-    implicit_damping,
+    period_damping,
     saturate,
     wrapped,
 )
@@ -236,8 +236,12 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
         qdd = cholesky_apply(L, command, np.empty(n))
+        unit, column = np.zeros(n), np.empty(n)
         for i in range(n):
-            tau[i] += implicit_damping(damping_b[i], qd[i], qdd[i], period)
+            unit[i] = 1.0
+            inertia = 1.0 / cholesky_apply(L, unit, column)[i]
+            unit[i] = 0.0
+            tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, inertia)
     for i in range(n):
         tau[i] += command[i]
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband

@@ -32,13 +32,16 @@ n): check_gains refuses gains beyond that. The integral is kept across trajector
 estimates the unmodelled load) and cleared where Ki is 0.
 
 friction_compensation adds the URDF's joint damping B and Coulomb friction F:
-- damping, computed_torque: B (qd + T v), v = qdd_d + Kd ed + Kp e, T the control period. A
-  real joint's damping acts through the whole period, as the simulator's implicit step takes
-  it: (M + T B)(qd' - qd) = T (tau - bias - B qd). Asking M + T B for v cancels it exactly, so
-  even damping far stiffer than the period (xArm7: 10 N m s/rad on 1.4e-4 kg m^2) neither
-  destabilises the loop nor slows the error response. The other modes do the same with I(q)
-  for M: B qd + (I + T B)(Kp e + Kd ed + Ki ie); with B qd_d instead, a stiffly damped light
-  joint crept at (its PD torque) / B and never closed a 0.01 rad offset (xArm7).
+- damping, computed_torque: B (qd + s T v), v = qdd_d + Kd ed + Kp e, T the control period
+  (period_damping). A real joint's damping acts through the whole period: at its mean
+  velocity, s = 1/2, where it is light against the joint's inertia I (T B <= I/2, as the
+  simulator's RK4 stages take it), and at its end velocity, s = 1, where it is stiffer, as the
+  simulator's implicit solve takes it: (M + T B)(qd' - qd) = T (tau - bias - B qd), which
+  asking M + T B for v cancels exactly, so that even damping far stiffer than the period
+  (xArm7: 10 N m s/rad on 1.4e-4 kg m^2) neither destabilises the loop nor slows the error
+  response. The other modes do the same with I(q) for M: B qd + (I + s T B)(Kp e + Kd ed +
+  Ki ie); with B qd_d instead, a stiffly damped light joint crept at (its PD torque) / B and
+  never closed a 0.01 rad offset (xArm7).
 - friction: F clip((Kp e + Kd qd_d) / (Kp deadband), -1, 1): the direction the law pulls in,
   fading to zero within `deadband` (rad) of the target. friction * sign(qd_d) gave nothing at
   rest, so a joint stuck inside its friction band stayed there (xArm7: 6.7e-3 rad of a 1e-2
@@ -51,8 +54,7 @@ fading out below `band` rad/s, so an arm at rest stays where it was left: its ow
 holds it), and the damping c (1/s) acts through M: every motion a push left decays as e^-ct,
 the heavy shoulder's as the light wrist's (with c I(q), each joint's inertia with the others
 free, a push on the default arm still moved it 0.9 rad in the 4 s after it ended). B qd at the
-measured qd cancels damping that acts through the period, as the simulator's implicit step
-takes it: the arm moves as if it had none.
+measured qd cancels the damping: the arm moves as if it had none.
 
 A joint-space mode of your own: register_mode(name, torque), with `torque` a compiled function
 that fills tau (n,) from the model and workspace arrays, the state, the desired state and what
@@ -70,6 +72,7 @@ from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import newton_euler
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.newton_euler import NO_WRENCH
+from dyn_control.kernels.passive import STAGED_DAMPING_MAX
 from dyn_control.model.chain import as_limit
 from dyn_control.model.layout import Data
 from dyn_control.parameters import (
@@ -142,11 +145,16 @@ def friction_share(pull, band):
 
 
 @jit
-def implicit_damping(b, qd, qdd, period):
-    """The torque that cancels joint damping b over one control period, taken implicitly,
-    b (qd + period qdd), as the simulator's implicit step takes it (module docstring).
+def period_damping(b, qd, qdd, period, inertia):
+    """The torque that cancels joint damping b over one control period under the commanded
+    acceleration qdd: b at the velocity the simulator's step takes the damping at. Its RK4
+    stages take it continuously where period b / inertia is at most STAGED_DAMPING_MAX
+    (inertia: the joint's with the others free, kg m^2 or kg), b (qd + period qdd / 2), the
+    mean over the period; its implicit solve takes stiffer damping at the end velocity,
+    b (qd + period qdd) (module docstring).
     """
-    return b * (qd + period * qdd)
+    share = 0.5 if period * b <= STAGED_DAMPING_MAX * inertia else 1.0
+    return b * (qd + share * period * qdd)
 
 
 def all_finite(values):
@@ -188,8 +196,14 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
     tau = np.empty(n)
     if mode == COMPUTED_TORQUE:
         mass.mass_matrix_times_plus_bias(*model, q, qd, v, tau)
-        for i in range(n):  # the damping over one control period, taken implicitly
-            tau[i] += implicit_damping(damping[i], qd[i], v[i], period)
+        damped = False
+        for i in range(n):
+            damped = damped or damping[i] > 0.0
+        if damped:  # the damping over one control period
+            inertia = np.empty(n)
+            mass.joint_inertias(*model, q, inertia)
+            for i in range(n):
+                tau[i] += period_damping(damping[i], qd[i], v[i], period, inertia[i])
     else:
         if mode == FEEDFORWARD:
             newton_euler.inverse_dynamics(*model, q, qd_d, qdd_d, NO_WRENCH, tau)
@@ -200,7 +214,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
         mass.joint_inertias(*model, q, inertia)
         for i in range(n):  # the damping as computed_torque takes it, with I for M
             pd = kp[i] * e[i] + kd[i] * ed[i] + ki[i] * integral[i]
-            tau[i] += (inertia[i] + period * damping[i]) * pd + damping[i] * qd[i]
+            tau[i] += inertia[i] * pd + period_damping(damping[i], qd[i], pd, period, inertia[i])
     return _finish(tau, e, ed, kp, kd, qd_d, friction, deadband, limits)
 
 

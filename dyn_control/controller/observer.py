@@ -88,7 +88,7 @@ class MomentumObserver:
         self.damping = chain.damping.copy() if damping is None else np.array(damping, float)
         self.friction = chain.friction.copy() if friction is None else np.array(friction, float)
         self.data = Data(chain.pack)  # the observer's workspace
-        self.memory = np.zeros((2, chain.n))  # p and the known part of p-dot, last state
+        self.memory = np.zeros((3, chain.n))  # p, the known part of p-dot and qd, last state
         self.r = np.zeros(chain.n) if r is None else np.array(r, dtype=float)
         self.felt = self.r.copy()  # r beyond what friction may hold (module docstring)
         self.band = np.zeros((2, chain.n))  # that friction's bound, filtered, and at the last state

@@ -84,12 +84,12 @@ def momentum_terms(mvec, mrot, ints, vecs, rots, mats, q, qd, p, ctqd, g):
 def observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction,
                     friction_velocity, dt, decay, started, memory, r):
     """One state of the momentum observer (dyn_control.controller.observer says what and why): r
-    (n,) in place, when `started` (memory holds the previous state's) and dt > 0. memory (2, n): p
-    and the known part of p-dot besides tau and damping (C^T qd - g - friction) of the previous
-    state, then of this one. The damping's impulse over the interval is dt B qd at its end, as
-    the simulator's implicit step takes it (dyn_control.sim.simulation): the trapezoid's half of the
-    start's read 0.5 B qd-dot T as a push, 0.76 N on Tiago's torso (1000 N s/m) sagging at
-    1.5 m/s^2, 10.9 N at its hand.
+    (n,) in place, when `started` (memory holds the previous state's) and dt > 0. memory (3, n): p,
+    the known part of p-dot besides tau and damping (C^T qd - g - friction) and qd of the
+    previous state, then of this one. The damping's impulse over the interval is dt B times the
+    mean of qd at both ends (the trapezoid), as a continuous damper gives it and the simulator's
+    RK4 stages integrate it (dyn_control.sim.simulation); taking it at the end velocity alone read
+    0.5 B qd-dot dt as a push, 0.76 N on Tiago's torso (1000 N s/m) sagging at 1.5 m/s^2.
     """
     d = views.data(vecs, rots, mats)
     p, ctqd, g = d.vectors[1], d.vectors[2], d.vectors[3]
@@ -99,9 +99,9 @@ def observer_update(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, fri
         known = ctqd[i] - g[i] - friction[i] * slip
         if started and dt > 0:
             y = p[i] - memory[0, i] - dt * (tau[i] + 0.5 * (known + memory[1, i])
-                                            - damping[i] * qd[i])
+                                            - 0.5 * damping[i] * (qd[i] + memory[2, i]))
             r[i] = decay * r[i] + (1.0 - decay) / dt * y
-        memory[0, i], memory[1, i] = p[i], known
+        memory[0, i], memory[1, i], memory[2, i] = p[i], known, qd[i]
 
 
 @jit

@@ -1,12 +1,15 @@
 """Forward-dynamics simulation of a chain with a fixed step; pure numpy plus one compiled step.
 
-A step splits the dynamics in two (kernels.passive.simulation_step):
-1. the smooth part, M q'' = tau - C(q, q') q' - g(q), by classical RK4 with tau held over the
-   step;
-2. the passive joints, implicitly, as MuJoCo does: damping folded into the mass matrix,
-   (M + dt B) v = M v_rk4 - dt f, Coulomb friction as a bounded force f (|f_i| <= friction_i,
-   a joint inside its band sticks) and each position limit as a stop that only pushes out.
-   passive_velocity solves that exactly; it can only take kinetic energy out.
+A step (kernels.passive.simulation_step) is classical RK4, with tau held over the step, whose
+stages take the passive torques that are smooth over it, and then one implicit velocity step,
+as MuJoCo's, for the rest:
+1. the stages: M q'' = tau - C(q, q') q' - g(q) - B_s q' + h, with B_s the damping of the
+   joints where it is not stiff (dt B_i (M^-1)_ii <= 0.5) and h the other passive torques
+   (Coulomb friction, stiff damping) held at what an implicit step from the start predicts;
+2. the implicit step, h taken back out: (M + dt B_stiff) v = M v_rk4 - dt f + mu, with
+   Coulomb friction a bounded force f (|f_i| <= friction_i: a joint inside its band sticks;
+   a joint that stops within the step keeps its friction's sign until it stops) and each
+   position limit a stop that only pushes out. passive_velocity solves that exactly.
 
 Why this scheme:
 - Real URDFs put heavy damping on light links (xArm7: 10 N m s/rad on 1.4e-4 kg m^2, a time
@@ -14,21 +17,21 @@ Why this scheme:
   friction as friction * sign(q') chatters and adds energy. Taken implicitly, neither can: in
   a fall with no input K + P rises by no more than integration error on every arm of
   example-robot-data (test/test_passive_physics.py).
-- Without damping, friction or a limit reached, step 2 is the identity, so the undamped
-  accuracy is RK4's (docs/simulator.md). Semi-implicit Euler (integrator
-  semi_implicit_euler) is kept for comparison; it drifts far more.
-- The compiled step is a few tens of microseconds for 7 joints (four forward dynamics, one
-  mass matrix; `make bench`). Its mass matrices come from the composite-rigid-body pass
-  (kernels.mass_matrix.crba): equal to the controller's inverse-dynamics columns to
-  round-off, in one pass instead of n, and computed by other code than the controller's.
+- The stages must see the passive torques: without them, the controller's friction
+  compensation runs the stages away and the step's end takes it back, and the Coriolis and
+  gravity terms of the stages are evaluated where the arm never is. That made the step first
+  order; with them it is second order in friction and RK4's in light damping, and a simulated
+  real arm needs no substeps for identification (docs/simulator.md).
+- Without damping, friction or a limit reached, the step is plain RK4, so the undamped
+  accuracy is RK4's. Semi-implicit Euler (integrator semi_implicit_euler, every passive
+  torque implicit) is kept for comparison; it drifts far more.
+- The compiled step is a few tens of microseconds for 7 joints (`make bench`). Its mass
+  matrices come from the composite-rigid-body pass (kernels.mass_matrix.crba): equal to the
+  controller's inverse-dynamics columns to round-off, in one pass instead of n, and computed by
+  other code than the controller's.
 
 `substeps` splits each dt into that many steps of dt / substeps, the torque held over all of
-them, as a real arm's physics runs between two commands. The passive split above is first
-order in the step: damping acts on the end velocity, and the RK4 stages see velocities friction
-has not slowed yet. A simulated "real arm" whose recorded torques are fitted to the continuous
-model (identification) needs that error below what the fit can see: with the identification tests'
-damping and friction on the default arm, one step per 1 ms put the identified URDF at 6x to 8x
-the true URDF's tracking error, ten at 1.1x to 1.3x (docs/identification.md).
+them; a simulated real arm runs with one (REAL_ARM_SUBSTEPS).
 
 Applied effort is saturated to the effort limits. A step that produces a non-finite state is
 undone: the state goes back to the last finite one, at rest, and `step` says so.
@@ -46,7 +49,7 @@ from dyn_control.kinematics import frame_jacobian
 from dyn_control.model.layout import Data, with_gravity
 from dyn_control.parameters import DEFAULT_DT, INTEGRATORS
 
-REAL_ARM_SUBSTEPS = 10  # a simulated real arm's, to identify against (module docstring)
+REAL_ARM_SUBSTEPS = 1  # a simulated real arm's, to identify against (module docstring)
 
 
 def stiff_joints(chain, q, dt=DEFAULT_DT):
