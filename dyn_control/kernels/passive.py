@@ -26,13 +26,15 @@ def passive_velocity(M, v_free, damping, friction, dt, v_min, v_max, v0, split):
     is at, infinite otherwise). That is the minimum over the box of the strictly convex
     1/2 v^T (M + dt B) v - v^T M v_free + dt sum friction_i |v_i|, found by exact coordinate
     descent (soft thresholding, then clipping), which converges for any positive definite M.
-    At the minimum v^T M v <= v_free^T M v_free: the step only takes kinetic energy out.
+    At the minimum v^T M v <= v_free^T M v_free: the solve only takes kinetic energy out.
     With `split`, a joint moving at the start (v0_i != 0) keeps its friction's sign,
     friction_i sign(v0_i), for the share of the step before its velocity reaches zero (from
     the velocity it would end with if that sign held the whole step: all of it when that
     keeps its direction, else a linear crossing), and only the rest is the bounded f above:
     exact for a joint that stops or turns under a constant torque, where taking the whole
-    step's friction at its end velocity is off by up to twice its impulse.
+    step's friction at its end velocity is off by up to twice its impulse. That share is a
+    known impulse against the start's motion, outside the bound above; the energy of arms
+    with no input is checked over the step instead (test_passive_physics.py).
     M: (n, n); v_free, damping (N m s/rad), friction (N m), v_min, v_max, v0: (n,). Returns v.
     """
     n = v_free.shape[0]
