@@ -71,6 +71,10 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if _starts_processes(item.module):
             item.add_marker(pytest.mark.processes)
+    # the files that start processes first (a stable sort keeps each file's order): they hold
+    # the long loops, and the many short in-process tests after them fill whichever worker
+    # ends first, rather than one worker starting a minute-long loop as the other runs dry
+    items.sort(key=lambda item: item.get_closest_marker("processes") is None)
 
 
 def require(module):
