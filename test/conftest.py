@@ -3,7 +3,8 @@
 
 A test module that starts processes or a ROS graph (it imports from rclpy, subprocess or the
 process harness, harness/) is marked `processes`; a test that runs over ten seconds alone (the
-compile of every kernel) is marked `slow`.
+compile of every kernel), or a file of them that runs a minute (the in-process closed loops of
+identification), is marked `slow`.
 `make test-fast` runs the others (`pytest -m "not processes and not slow"`), the library and
 the cores, for iteration; `make test` runs them all, on two workers, then the tests marked
 `alone` by themselves: loops on wall time at 1 kHz whose outcome another test's loop beside
@@ -63,7 +64,7 @@ def _starts_processes(module):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "processes: starts processes or a ROS graph (slow)")
-    config.addinivalue_line("markers", "slow: over ten seconds alone, without processes")
+    config.addinivalue_line("markers", "slow: over 10 s alone or a minute a file, no processes")
     config.addinivalue_line("markers", "alone: make test runs it after the others, by itself")
 
 

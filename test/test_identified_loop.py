@@ -21,6 +21,8 @@ from dyn_control.identification.fit import (
 )
 from dyn_control.identification.offline import identify as identify_run
 
+pytestmark = pytest.mark.slow  # 3 to 6 s per closed loop, a minute for the file
+
 # dynamics_simulator's effort is the torque held over the step before each state
 SIM_EFFORT_DELAY = 0.0005
 
