@@ -58,6 +58,7 @@ from dyn_control.kernels.linalg import (
     cholesky_apply,
     cholesky_factor,
     compose_eigen,
+    inverse_diagonal,
     matmul,
     matvec,
     operational_space,
@@ -236,12 +237,10 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
         qdd = cholesky_apply(L, command, np.empty(n))
-        unit, column = np.zeros(n), np.empty(n)
+        inverse = np.empty(n)
+        inverse_diagonal(L, np.zeros(n), np.empty(n), inverse)
         for i in range(n):
-            unit[i] = 1.0
-            inertia = 1.0 / cholesky_apply(L, unit, column)[i]
-            unit[i] = 0.0
-            tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, inertia)
+            tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, 1.0 / inverse[i])
     for i in range(n):
         tau[i] += command[i]
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband

@@ -72,7 +72,7 @@ from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import newton_euler
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.newton_euler import NO_WRENCH
-from dyn_control.kernels.passive import STAGED_DAMPING_MAX
+from dyn_control.kernels.passive import staged
 from dyn_control.model.chain import as_limit
 from dyn_control.model.layout import Data
 from dyn_control.parameters import (
@@ -148,12 +148,12 @@ def friction_share(pull, band):
 def period_damping(b, qd, qdd, period, inertia):
     """The torque that cancels joint damping b over one control period under the commanded
     acceleration qdd: b at the velocity the simulator's step takes the damping at. Its RK4
-    stages take it continuously where period b / inertia is at most STAGED_DAMPING_MAX
-    (inertia: the joint's with the others free, kg m^2 or kg), b (qd + period qdd / 2), the
-    mean over the period; its implicit solve takes stiffer damping at the end velocity,
-    b (qd + period qdd) (module docstring).
+    stages take it continuously where kernels.passive.staged says so (inertia: the joint's
+    with the others free, kg m^2 or kg), b (qd + period qdd / 2), the mean over the period;
+    its implicit solve takes stiffer damping at the end velocity, b (qd + period qdd) (module
+    docstring).
     """
-    share = 0.5 if period * b <= STAGED_DAMPING_MAX * inertia else 1.0
+    share = 0.5 if staged(period, b, inertia) else 1.0
     return b * (qd + share * period * qdd)
 
 

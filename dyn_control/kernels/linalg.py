@@ -63,6 +63,17 @@ def cholesky_apply(L, b, x):
 
 
 @jit
+def inverse_diagonal(L, unit, x, out):
+    """Fill out (n,) with the diagonal of M^-1, M = L L^T, one column solve each. unit and x:
+    (n,) workspaces, unit all zeros (and left so).
+    """
+    for j in range(out.shape[0]):
+        unit[j] = 1.0
+        out[j] = cholesky_apply(L, unit, x)[j]
+        unit[j] = 0.0
+
+
+@jit
 def cholesky_solve(M, b):
     """x (new) with M x = b for symmetric positive definite M; raises if M is not SPD."""
     n = b.shape[0]

@@ -10,7 +10,7 @@ import numpy as np
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.frames import joint_poses
-from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor
+from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor, inverse_diagonal
 from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import add, cross, dot, mul, row, scale
 from dyn_control.model.layout import PRISMATIC
@@ -129,10 +129,9 @@ def joint_inertias(mvec, mrot, ints, vecs, rots, mats, q, out):
     unit, x = d.vectors[0], d.vectors[2]
     for i in range(n):
         unit[i] = 0.0
+    inverse_diagonal(L, unit, x, out)
     for j in range(n):
-        unit[j] = 1.0
-        out[j] = 1.0 / cholesky_apply(L, unit, x)[j]
-        unit[j] = 0.0
+        out[j] = 1.0 / out[j]
 
 
 @jit

@@ -10,7 +10,7 @@ import numpy as np
 
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
-from dyn_control.kernels.linalg import cholesky_apply, cholesky_solve
+from dyn_control.kernels.linalg import cholesky_solve, inverse_diagonal
 from dyn_control.kernels.mass_matrix import crba, forward_dynamics, poses
 from dyn_control.kernels.newton_euler import NO_WRENCH
 
@@ -92,6 +92,15 @@ STAGED_DAMPING_MAX = 0.5
 
 
 @jit
+def staged(dt, damping, inertia):
+    """Whether the RK4 stages take a joint's damping (N m s/rad) over a step dt (s), given the
+    joint's inertia with the others free: dt B / I at most STAGED_DAMPING_MAX. The laws ask it
+    too, to cancel the damping as the step takes it.
+    """
+    return dt * damping <= STAGED_DAMPING_MAX * inertia
+
+
+@jit
 def staged_passive(model, q, qd, tau, damping, friction, dt, staged_damping, implicit_damping,
                    held):
     """What the RK4 stages take of the passive torques: staged_damping (n,) gets the damping of
@@ -112,14 +121,12 @@ def staged_passive(model, q, qd, tau, damping, friction, dt, staged_damping, imp
     d = views.data(model[3], model[4], model[5])
     free = np.empty(n)
     forward_dynamics(*model, q, qd, tau, NO_WRENCH, free)  # leaves M at q in d.M, its factor in d.L
-    unit, column = np.zeros(n), np.empty(n)
+    inverse = np.empty(n)
+    inverse_diagonal(d.L, np.zeros(n), np.empty(n), inverse)
     for i in range(n):
         free[i] = qd[i] + dt * free[i]
-        if damping[i] > 0.0:
-            unit[i] = 1.0
-            if dt * damping[i] * cholesky_apply(d.L, unit, column)[i] <= STAGED_DAMPING_MAX:
-                staged_damping[i], implicit_damping[i] = damping[i], 0.0
-            unit[i] = 0.0
+        if damping[i] > 0.0 and staged(dt, damping[i], 1.0 / inverse[i]):
+            staged_damping[i], implicit_damping[i] = damping[i], 0.0
     unbounded = np.full(n, np.inf)
     predicted = passive_velocity(d.M, free, damping, friction, dt, -unbounded, unbounded, qd, True)
     for i in range(n):
