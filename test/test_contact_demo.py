@@ -41,7 +41,7 @@ def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
     assert (tmp_path / f"demo_{arm}_contact.png").stat().st_size > 10000
     assert list((tmp_path / "logs").iterdir())  # the run's logs, in a folder of their own
     if args:  # a real arm's bag: its /tf from the arm's own file, against our kinematics
-        from test_demo_bag import assert_tf_is_the_forward_kinematics
+        from bags import assert_tf_is_the_forward_kinematics
 
         from dyn_control import load_chain
         urdf = pathlib.Path(args[1])

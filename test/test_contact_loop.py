@@ -22,13 +22,13 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
-from test_trajectory_action import goal_to, start_loop, wait  # noqa: E402
 
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.diagnostics import read_diagnostics  # noqa: E402
 from harness.background import BackgroundNode  # noqa: E402
 
 require("control_msgs")
+from action_loop import goal_to, start_loop, wait  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 
 DOMAIN = 51

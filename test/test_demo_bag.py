@@ -7,11 +7,10 @@ messages, and the simulator's fixed step for the ticks between the first and las
 
 import numpy as np
 import pytest
-from bags import read_rosbags
+from bags import assert_tf_is_the_forward_kinematics, read_rosbags
 from conftest import DEFAULT_ARM
 
 from dyn_control import load_chain
-from dyn_control.kinematics import frame_pose, quaternion_matrix
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from harness.loop import closed_loop  # noqa: E402
@@ -62,35 +61,6 @@ def test_the_bag_holds_every_topic_with_its_type_and_qos_and_every_recorded_tick
         assert qos.reliability.name == "RELIABLE", (topic, qos)
         latched = topic in ("/robot_description", "/tf_static")
         assert qos.durability.name == ("TRANSIENT_LOCAL" if latched else "VOLATILE"), (topic, qos)
-
-
-def assert_tf_is_the_forward_kinematics(path, urdf, chain, samples=20):
-    """Every link the chain moves, composed from the bag's /tf_static and /tf down from the
-    root, is where frame_pose puts it at the published state, to 1e-9, at `samples` states
-    through the run; /robot_description is the URDF file's text.
-    """
-    messages, _ = read_rosbags(path)
-    assert messages["/robot_description"][0][1].data == urdf.read_text()
-    static = {t.child_frame_id: t for t in messages["/tf_static"][0][1].transforms}
-    states, tfs = messages["/joint_states"], messages["/tf"]
-    for k in np.linspace(0, len(states) - 1, samples).astype(int):
-        state, tf = states[k][1], tfs[k][1]
-        assert tf.transforms[0].header.stamp == state.header.stamp
-        edges = {**static, **{t.child_frame_id: t for t in tf.transforms}}
-        q = np.array([dict(zip(state.name, state.position))[n] for n in chain.joint_names])
-        for links in chain.lumped_links:
-            for link in links:
-                R, p = np.eye(3), np.zeros(3)
-                frame = link
-                while frame != chain.root_link:
-                    t = edges[frame].transform
-                    Rt = quaternion_matrix(t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w)
-                    pt = np.array([t.translation.x, t.translation.y, t.translation.z])
-                    R, p = Rt @ R, Rt @ p + pt
-                    frame = edges[frame].header.frame_id
-                R_fk, p_fk = frame_pose(chain, q, link)
-                np.testing.assert_allclose(p, p_fk, atol=1e-9)
-                np.testing.assert_allclose(R, R_fk, atol=1e-9)
 
 
 def test_tf_is_the_forward_kinematics_and_the_description_is_the_urdf(run):

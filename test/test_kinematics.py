@@ -16,77 +16,24 @@ from examples import random_chain_urdf
 from dyn_control import kinematics, load_chain, mass_matrix
 
 pin = require("pinocchio")
-from pin_reference import PinReference  # noqa: E402  (needs pinocchio)
-
-RTOL = 1e-9
-REFERENCES = {"world": pin.WORLD, "local": pin.LOCAL,
-              "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
-
-
-def _close(a, b, rtol=RTOL):
-    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * max(1.0, np.abs(b).max()))
-
-
-def links_to_check(chain):
-    """The tip link, and per body its last lumped link (a fixed child where there is one)."""
-    return list(dict.fromkeys([chain.tip_link, *(links[-1][0] for links in chain.link_poses)]))
-
-
-def random_states(chain, count, seed=0):
-    rng = np.random.default_rng(seed)
-    low, high = np.maximum(chain.lower, -3), np.minimum(chain.upper, 3)
-    return [(rng.uniform(low, high), rng.uniform(-2, 2, chain.n)) for _ in range(count)]
-
-
-def compare_with_pinocchio(path, chain, count=4):
-    ref = PinReference(path, chain)
-    model, data = ref.model, ref.data
-    for q, qd in random_states(chain, count):
-        qp, vp = ref.q_of(model, q), ref.v_of(model, qd)
-        pin.forwardKinematics(model, data, qp, vp, np.zeros(model.nv))
-        pin.updateFramePlacements(model, data)
-        # our base frame is the root link's: Pinocchio's world quantities moved into it
-        base = data.oMf[model.getFrameId(chain.root_link, pin.BODY)].inverse()
-        turn = np.kron(np.eye(2), base.rotation)  # world axes -> base axes, both halves
-        into_base = {"world": base.toActionMatrix(), "local": np.eye(6),
-                     "local_world_aligned": turn}
-        M = mass_matrix(chain, q)
-        for link in links_to_check(chain):
-            fid = model.getFrameId(link, pin.BODY)
-            R, p = kinematics.frame_pose(chain, q, link)
-            _close(R, (base * data.oMf[fid]).rotation)
-            _close(p, (base * data.oMf[fid]).translation)
-            for name, frame in REFERENCES.items():
-                J = pin.computeFrameJacobian(model, data, qp, fid, frame)[:, ref.v_idx]
-                _close(kinematics.frame_jacobian(chain, q, link, name), into_base[name] @ J)
-            pin.forwardKinematics(model, data, qp, vp, np.zeros(model.nv))
-            for name in ("local", "local_world_aligned"):
-                a = pin.getFrameClassicalAcceleration(model, data, fid, REFERENCES[name])
-                _close(kinematics.frame_classical_acceleration(chain, q, qd, link, name),
-                       into_base[name] @ np.concatenate([a.linear, a.angular]))
-            # Lambda from Pinocchio's M and J; 0 damping: the (pseudo-)inverse. Tolerance 1e-9,
-            # or the float error of an inverse where A is worse conditioned than 1e5
-            J = turn @ pin.computeFrameJacobian(model, data, qp, fid,
-                                                pin.LOCAL_WORLD_ALIGNED)[:, ref.v_idx]
-            A = J @ np.linalg.solve(ref.crba(q), J.T)
-            s = np.linalg.eigvalsh(A)
-            kept = s[s > 1e-12 * s[-1]]
-            Lam = kinematics.operational_space_inertia(chain, q, link, damping=0.0)
-            _close(Lam, np.linalg.pinv(A, rcond=1e-12, hermitian=True),
-                   max(RTOL, 1e-14 * kept[-1] / kept[0]))
-        _close(M, ref.crba(q))
+from pin_reference import (  # noqa: E402  (needs pinocchio)
+    close,
+    compare_kinematics,
+    links_to_check,
+    random_states,
+)
 
 
 @pytest.mark.parametrize("rel", arm_paths())
 def test_every_arm_matches_pinocchio(rel):
-    compare_with_pinocchio(robots_dir() / rel, load_arm(rel))
+    compare_kinematics(robots_dir() / rel, load_arm(rel))
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_random_chains_with_tools_match_pinocchio(tmp_path, seed):
     path = tmp_path / "chain.urdf"
     path.write_text(random_chain_urdf(6 + seed, seed))
-    compare_with_pinocchio(path, load_chain(path))
+    compare_kinematics(path, load_chain(path))
 
 
 def _pose_derivative(chain, q, qd, link, h=1e-6):
@@ -121,9 +68,9 @@ def test_dynamically_consistent_inverse_identities():
         J = kinematics.frame_jacobian(chain, q)
         Jbar = kinematics.dynamically_consistent_inverse(chain, q, damping=0.0)
         N = np.eye(chain.n) - Jbar @ J
-        _close(J @ Jbar, np.eye(6))
-        _close(J @ N, np.zeros((6, chain.n)))
-        _close(J @ np.linalg.solve(mass_matrix(chain, q), N.T), np.zeros((6, chain.n)))
+        close(J @ Jbar, np.eye(6))
+        close(J @ N, np.zeros((6, chain.n)))
+        close(J @ np.linalg.solve(mass_matrix(chain, q), N.T), np.zeros((6, chain.n)))
 
 
 def test_lambda_stays_bounded_at_a_singular_pose():

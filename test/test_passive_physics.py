@@ -9,16 +9,18 @@ error that shrinks with the step), and the tracking bounds of docs/simulator.md.
 import numpy as np
 import pytest
 from arm_sweep import (
+    ENERGY_RTOL,
     arm_paths,
     bent_pose,
     computed_torque,
+    energy_rise,
     load_arm,
     quintic_move,
     synchronous_loop,
 )
 from examples import inertial, joint, link, robot
 
-from dyn_control import gravity_torques, kinetic_energy, load_chain, potential_energy
+from dyn_control import gravity_torques, load_chain
 from dyn_control.controller.trajectory import Trajectory
 from dyn_control.kernels.passive import passive_velocity
 from dyn_control.sim.simulation import Simulation
@@ -142,36 +144,12 @@ def test_substeps_take_each_step_as_that_many_finer_steps():
             Simulation(chain, [0.3], dt, substeps=bad)
 
 
-# Energy may still rise by the integration error of RK4 and of where within a step a stop is
-# hit (a joint resting on its stop while others swing). That error is second order in the step
-# (Z1, fall with damping, friction and stops: 9.7e-5 J at 1 ms, 2.4e-5 J at 0.5 ms); over the
-# sweep it stays below 1.3e-3 of the largest kinetic energy of the fall (SO-101).
-ENERGY_RTOL = 2e-3
-
-
-def _energy_rise(chain, q0, dt=1e-3, seconds=2.0):
-    """(largest rise of K + P above its lowest value so far, largest K) in a fall with no
-    input from q0 with 0.2 rad/s on every joint; and the simulation at the end.
-    """
-    sim = Simulation(chain, q0, dt)
-    sim.qd[:] = 0.2
-    lowest = kinetic_energy(chain, sim.q, sim.qd) + potential_energy(chain, sim.q)
-    rise = largest = 0.0
-    for _ in range(int(round(seconds / dt))):
-        sim.step(np.zeros(chain.n))
-        kinetic = kinetic_energy(chain, sim.q, sim.qd)
-        energy = kinetic + potential_energy(chain, sim.q)
-        rise, lowest, largest = max(rise, energy - lowest), min(lowest, energy), max(largest,
-                                                                                     kinetic)
-    return rise, largest, sim
-
-
 @pytest.mark.parametrize("rel", ARMS)
 def test_no_input_never_gains_energy_on_every_arm(rel):
     # With its URDF damping, friction and limits, each arm falls from a bent pose for 2 s at
     # 1 ms. The passive step only takes energy out (see the test above).
     chain = load_arm(rel)
-    rise, largest, sim = _energy_rise(chain, bent_pose(chain))
+    rise, largest, sim = energy_rise(chain, bent_pose(chain))
     assert sim.blowups == 0 and np.all(np.isfinite(sim.q)) and np.all(np.isfinite(sim.qd))
     assert rise <= ENERGY_RTOL * largest + 1e-9, (rise, largest)
 
@@ -179,7 +157,7 @@ def test_no_input_never_gains_energy_on_every_arm(rel):
 def test_a_damped_arm_loses_energy_at_every_step():
     # xArm7: damping on every joint, heavy against its light links; K + P must fall monotonically
     rel = next(a for a in ARMS if a.endswith("xarm7.urdf"))
-    rise, largest, _ = _energy_rise(load_arm(rel), bent_pose(load_arm(rel)))
+    rise, largest, _ = energy_rise(load_arm(rel), bent_pose(load_arm(rel)))
     assert rise == 0.0 and largest > 0.1
 
 
@@ -222,7 +200,7 @@ def test_random_stiff_chains_neither_blow_up_nor_gain_energy(seed):
     chain = _random_stiff_chain(seed)
     assert chain.damping.max() > 5 and chain.inertia.min() < 1e-3
     q0 = np.random.default_rng(seed).uniform(-1.5, 1.5, chain.n)
-    rise, largest, sim = _energy_rise(chain, q0)
+    rise, largest, sim = energy_rise(chain, q0)
     assert sim.blowups == 0 and np.all(np.isfinite(sim.qd))
     assert rise <= ENERGY_RTOL * largest + 1e-9, (rise, largest)
 

@@ -9,12 +9,10 @@ import pytest
 from conftest import require, robots_dir
 from examples import random_chain_urdf
 
-from dyn_control import bias_forces, forward_dynamics, inverse_dynamics, load_chain, mass_matrix
+from dyn_control import forward_dynamics, inverse_dynamics, load_chain
 
 pin = require("pinocchio")
-from pin_reference import PinReference  # noqa: E402  (needs pinocchio)
-
-RTOL = 1e-9
+from pin_reference import PinReference, close, compare_dynamics  # noqa: E402  (needs pinocchio)
 
 ARMS = {
     # name: (path under example-robot-data/robots, load_chain keyword arguments)
@@ -37,30 +35,12 @@ ARMS = {
 }
 
 
-def _close(a, b):
-    np.testing.assert_allclose(a, b, rtol=0, atol=RTOL * max(1.0, np.abs(b).max()))
-
-
-def _compare(path, chain, seed=0, count=10):
-    ref = PinReference(path, chain)
-    rng = np.random.default_rng(seed)
-    for _ in range(count):
-        q = rng.uniform(np.maximum(chain.lower, -3), np.minimum(chain.upper, 3))
-        qd, qdd = rng.uniform(-2, 2, (2, chain.n))
-        tau = rng.uniform(-10, 10, chain.n)
-        _close(inverse_dynamics(chain, q, qd, qdd), ref.rnea(q, qd, qdd))
-        _close(mass_matrix(chain, q), ref.crba(q))
-        _close(bias_forces(chain, q, qd), ref.nle(q, qd))
-        _close(forward_dynamics(chain, q, qd, tau), ref.aba(q, qd, tau))
-    return ref
-
-
 @pytest.mark.parametrize("name", list(ARMS))
 def test_real_arm_matches_pinocchio(name):
     rel, kwargs = ARMS[name]
     path = robots_dir() / rel
     chain = load_chain(path, **kwargs)
-    ref = _compare(path, chain)
+    ref = compare_dynamics(path, chain)
     # every movable joint of the chain is a Pinocchio joint of the same name
     assert set(chain.joint_names) <= set(ref.model.names)
 
@@ -78,7 +58,7 @@ def test_random_chain_matches_pinocchio(tmp_path, n, seed):
     # joints and a tool past the tip: all lumped by the loader, all free joints in Pinocchio.
     path = tmp_path / "chain.urdf"
     path.write_text(random_chain_urdf(n, seed=seed))
-    _compare(path, load_chain(path), seed=seed)
+    compare_dynamics(path, load_chain(path), seed=seed)
 
 
 def test_tip_wrench_matches_pinocchio_external_force():
@@ -91,10 +71,10 @@ def test_tip_wrench_matches_pinocchio_external_force():
     for _ in range(5):
         q, qd, qdd = rng.uniform(-2, 2, (3, chain.n))
         f_tip = rng.uniform(-20, 20, 6)
-        _close(inverse_dynamics(chain, q, qd, qdd, f_tip=f_tip), ref.rnea(q, qd, qdd, f_tip))
+        close(inverse_dynamics(chain, q, qd, qdd, f_tip=f_tip), ref.rnea(q, qd, qdd, f_tip))
         # and forward dynamics with the same wrench inverts it
         tau = inverse_dynamics(chain, q, qd, qdd, f_tip=f_tip)
-        _close(forward_dynamics(chain, q, qd, tau, f_tip=f_tip), qdd)
+        close(forward_dynamics(chain, q, qd, tau, f_tip=f_tip), qdd)
 
 
 def test_tip_wrench_past_fixed_joints(tmp_path):
@@ -110,4 +90,4 @@ def test_tip_wrench_past_fixed_joints(tmp_path):
         q, qd, qdd = rng.uniform(-2, 2, (3, chain.n))
         f_hand = rng.uniform(-20, 20, 6)
         f_link7 = hand.act(pin.Force(f_hand)).vector
-        _close(inverse_dynamics(chain, q, qd, qdd, f_tip=f_hand), ref.rnea(q, qd, qdd, f_link7))
+        close(inverse_dynamics(chain, q, qd, qdd, f_tip=f_hand), ref.rnea(q, qd, qdd, f_link7))

@@ -20,20 +20,19 @@ import rclpy  # noqa: E402
 from conftest import require  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from dyn_control.nodes import messages  # noqa: E402
-from harness import processes  # noqa: E402
 from harness.background import BackgroundNode  # noqa: E402
 
 require("control_msgs")  # built by `make test`; without it, test_nodes covers the topic only
+from action_loop import NAMES, goal_to, start_loop, trajectory, wait  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState  # noqa: E402
 
 DOMAIN = 67
 CONTROLLER = "/computed_torque_controller"
 MONITOR_RATE = 10.0  # Hz, the controller's action_monitor_rate here (default 20)
-NAMES = [f"joint{i}" for i in range(1, 8)]
 Result = FollowJointTrajectory.Result
 STATUS_SUCCEEDED, STATUS_CANCELED, STATUS_ABORTED = 4, 5, 6  # action_msgs/GoalStatus
 
@@ -91,14 +90,6 @@ class Client(BackgroundNode):
         return response.status, response.result.error_code, response.result.error_string
 
 
-def wait(future, timeout):
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        assert time.monotonic() < deadline, "timed out waiting for the action"
-        time.sleep(0.01)
-    return future.result()
-
-
 def wait_sim(client, seconds, since=None):
     """Wait until the recorded joint states reach `seconds` of simulated time after `since`
     (default: the newest recorded now; the recording may lag the loop a little).
@@ -131,39 +122,6 @@ def assert_holds(client, t0, target, timeout=60.0, short_of=0.1):
     assert np.abs(moved[t >= t[-1] - 0.2] - held).max() < 1e-5
     assert np.abs(held - target).max() > short_of
     return passed[at:].max()
-
-
-def trajectory(points, names=NAMES, stamp=0.0):
-    """JointTrajectory from (time s, positions) pairs, at rest at each point (quintic)."""
-    msg = JointTrajectory(joint_names=list(names))
-    msg.header.stamp = messages.to_stamp(stamp)
-    zero = [0.0] * len(names)
-    for t, q in points:
-        msg.points.append(JointTrajectoryPoint(
-            positions=[float(x) for x in q], velocities=zero, accelerations=zero,
-            time_from_start=messages.to_duration(t)))
-    return msg
-
-
-def goal_to(q_target, duration=2.0, q_now=None, **fields):
-    """A MoveIt-style goal: the first point the current position at 0 s, then the target."""
-    points = ([(0.0, q_now)] if q_now is not None else []) + [(duration, q_target)]
-    return FollowJointTrajectory.Goal(trajectory=trajectory(points), **fields)
-
-
-def start_loop(log_dir, domain, controller_params=None):
-    """The synchronous simulator and the controller (on simulated time) on the default arm, as
-    processes on `domain`: -> [simulator, controller].
-    """
-    urdf, arm_configs = processes.arm_files("default_arm")
-    env = processes.loop_env()
-    return [processes.NodeProcess(
-                "dynamics_simulator", [processes.config("simulator"), *arm_configs],
-                {"urdf_file": str(urdf)}, log_dir=log_dir, env=env, domain_id=domain),
-            processes.NodeProcess(
-                "computed_torque_controller", [processes.config("controller")],
-                {"urdf_file": str(urdf), "use_sim_time": True, **(controller_params or {})},
-                log_dir=log_dir, env=env, domain_id=domain)]
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,7 @@ from dyn_control import (
 )
 
 pin = require("pinocchio")
-from test_kinematics import compare_with_pinocchio  # noqa: E402  (needs pinocchio)
-from test_pinocchio import _compare  # noqa: E402
+from pin_reference import compare_dynamics, compare_kinematics  # noqa: E402  (needs pinocchio)
 
 TIAGO_ARMS = [f"arm_{side}_{k}_joint" for side in ("left", "right") for k in range(1, 8)]
 PR2_ARM = ["shoulder_pan", "shoulder_lift", "upper_arm_roll", "elbow_flex", "forearm_roll",
@@ -64,8 +63,8 @@ def test_tree_robot_matches_pinocchio(name):
     path, tree = _tree(name)
     assert sorted(tree.joint_names) == sorted(TREES[name][1])
     assert np.count_nonzero(tree.parent < np.arange(tree.n) - 1) >= 1  # it branches
-    _compare(path, tree, count=5)
-    compare_with_pinocchio(path, tree, count=2)
+    compare_dynamics(path, tree, count=5)
+    compare_kinematics(path, tree, count=2)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -75,8 +74,8 @@ def test_random_tree_matches_pinocchio(tmp_path, seed):
     tree = load_chain(path, tip_links=["tool1", "tool2", "tool3"])
     # trunk 2, branches 3 + 4 + 2 joints; side_joint is off the model, lumped at zero
     assert tree.n == 11 and "side_joint" not in tree.joint_names
-    _compare(path, tree, seed=seed, count=5)
-    compare_with_pinocchio(path, tree, count=2)
+    compare_dynamics(path, tree, seed=seed, count=5)
+    compare_kinematics(path, tree, count=2)
 
 
 def test_bodies_are_in_topological_order_branch_after_branch():
@@ -178,15 +177,21 @@ def test_the_composite_rigid_body_m_equals_the_inverse_dynamics_columns():
 @pytest.mark.parametrize("name", list(TREES))
 def test_a_tree_with_no_input_never_gains_energy_and_tracks(name):
     # The simulator on the tree robots with their own damping, friction and limits: a fall
-    # with no input from a bent pose never gains energy (bound as test_passive_physics:
+    # with no input from a bent pose never gains energy (bound as test_passive_physics,
     # ENERGY_RTOL of the largest kinetic energy), and computed torque tracks a 2 s quintic
     # move on every joint (RMS below 1e-3 rad or m). The PR2 cannot: its URDF's shoulder lift
     # needs 38 N m against gravity and allows 30 (the real arm has a counterbalance spring), so
     # there the check is that gravity is beyond the effort limit.
-    from arm_sweep import bent_pose, computed_torque, quintic_move, synchronous_loop
-    from test_passive_physics import ENERGY_RTOL, _energy_rise
+    from arm_sweep import (
+        ENERGY_RTOL,
+        bent_pose,
+        computed_torque,
+        energy_rise,
+        quintic_move,
+        synchronous_loop,
+    )
     _, tree = _tree(name)
-    rise, largest, sim = _energy_rise(tree, bent_pose(tree), seconds=1.0)
+    rise, largest, sim = energy_rise(tree, bent_pose(tree), seconds=1.0)
     assert sim.blowups == 0 and rise <= ENERGY_RTOL * largest + 1e-9, (rise, largest)
     q0, move = quintic_move(tree)
     if name == "pr2":

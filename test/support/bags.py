@@ -1,5 +1,9 @@
 """Reading a rosbag2 folder back in the tests, with rosbags (the library that wrote it)."""
 
+import numpy as np
+
+from dyn_control.kinematics import frame_pose, quaternion_matrix
+
 
 def read_rosbags(path):
     """{topic: [(log ns, message)]} and {topic: (msgtype, [Qos])} by rosbags."""
@@ -13,3 +17,32 @@ def read_rosbags(path):
         for c, ns, raw in reader.messages():
             messages.setdefault(c.topic, []).append((ns, store.deserialize_cdr(raw, c.msgtype)))
     return messages, kinds
+
+
+def assert_tf_is_the_forward_kinematics(path, urdf, chain, samples=20):
+    """Every link the chain moves, composed from the bag's /tf_static and /tf down from the
+    root, is where frame_pose puts it at the published state, to 1e-9, at `samples` states
+    through the run; /robot_description is the URDF file's text.
+    """
+    messages, _ = read_rosbags(path)
+    assert messages["/robot_description"][0][1].data == urdf.read_text()
+    static = {t.child_frame_id: t for t in messages["/tf_static"][0][1].transforms}
+    states, tfs = messages["/joint_states"], messages["/tf"]
+    for k in np.linspace(0, len(states) - 1, samples).astype(int):
+        state, tf = states[k][1], tfs[k][1]
+        assert tf.transforms[0].header.stamp == state.header.stamp
+        edges = {**static, **{t.child_frame_id: t for t in tf.transforms}}
+        q = np.array([dict(zip(state.name, state.position))[n] for n in chain.joint_names])
+        for links in chain.lumped_links:
+            for link in links:
+                R, p = np.eye(3), np.zeros(3)
+                frame = link
+                while frame != chain.root_link:
+                    t = edges[frame].transform
+                    Rt = quaternion_matrix(t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w)
+                    pt = np.array([t.translation.x, t.translation.y, t.translation.z])
+                    R, p = Rt @ R, Rt @ p + pt
+                    frame = edges[frame].header.frame_id
+                R_fk, p_fk = frame_pose(chain, q, link)
+                np.testing.assert_allclose(p, p_fk, atol=1e-9)
+                np.testing.assert_allclose(R, R_fk, atol=1e-9)
