@@ -10,6 +10,7 @@ franka_ros2's (what the robot applies); the truth, ~/applied_external_joint_torq
 push applies: the figures compare the estimate with minus the truth.
 """
 
+import json
 import math
 import pathlib
 import time
@@ -214,11 +215,14 @@ def contact_loop(arm, out, domain, timeout=120.0, bag=None):
 
 def pushes(tt, truth):
     """(first, last stamp) of the push and of the collision push in the truth, told apart by
-    size (the collision's joint torques are the larger: over 15 N m). A loaded machine's
-    recording can miss truth messages, so gaps in time do not separate them.
+    size: the collision's force is 4.2 times the push's, so its joint torques are over half the
+    largest and the push's under (a fixed level does not part them on every arm: the Panda's
+    collision reaches 11.6 N m, the default arm's 44). A loaded machine's recording can miss
+    truth messages, so gaps in time do not separate them.
     """
     big = np.abs(truth).max(axis=1)
-    push, collision = tt[(big > 0) & (big <= 15.0)], tt[big > 15.0]
+    half = 0.5 * big.max()
+    push, collision = tt[(big > 0) & (big <= half)], tt[big > half]
     return (push[0], push[-1]), (collision[0], collision[-1])
 
 
@@ -232,8 +236,9 @@ def contact_main(args, out, domain):
     bag = run_folder(out, args.arm, "contact")
     r = contact_loop(args.arm, logs_folder(bag), domain, bag=bag)
     try:
-        _figures(r, names)
+        figures = _figures(r, names)
     except (IndexError, ValueError) as err:  # a loaded machine's recording missed a phase
+        figures = {"missed": str(err)}
         print(f"\nthe recording missed part of the pushes ({err}): no figures this run")
     demo = r["diagnostics"].get("trajectory_demo", {})
     print(f"reaction (hold): the goal ended {demo.get('result')}: {demo.get('result_string')}")
@@ -253,11 +258,17 @@ def contact_main(args, out, domain):
     # after the trajectory's end is possible there: the outcome that must hold is a clean run
     # and a reset that answers
     ok = reset is not None and all(c == 0 for c in r["exit_codes"].values())
+    report = {**figures, "reset": None if reset is None else [reset.success, reset.message],
+              "exit_codes": r["exit_codes"]}
+    (out / f"demo_{processes.arm_name(args.arm)}_contact.json").write_text(
+        json.dumps(report, indent=1) + "\n")
     return 0 if ok else 1
 
 
 def _figures(r, names):
-    """Print the estimate against the truth, and the detection times (module docstring)."""
+    """Print the estimate against the truth, and the detection times (module docstring);
+    -> the same figures, for the run's JSON report.
+    """
     from dyn_control.parameters import CONTROLLER as TABLE
 
     ph, gain = r["phases"], TABLE["external_torque.observer_gain"].default
@@ -289,7 +300,8 @@ def _figures(r, names):
               if round(t, 6) in rows and ph["push"] + 0.2 <= t < ph["push_end"]]
     gap = max(np.abs(e + f).max() for e, f in during) / max(np.abs(f).max() for _, f in during)
     print(f"  joint torques against the simulator's truth through the observer's filter "
-          f"(1 - e^(-K_O t)): largest gap {100 * gap:.2f} % of the largest true torque")
+          f"(1 - e^(-K_O t)): largest gap {100 * gap:.2g} % of the largest true torque")
+    figures = {"push_share_percent": 100 * error, "filtered_truth_gap_percent": 100 * gap}
     print(f"\ncollision push of {np.linalg.norm(COLLISION):.0f} N at the hand "
           f"(K_O {gain:g} 1/s):")
     onset = ph["collision"]
@@ -301,15 +313,21 @@ def _figures(r, names):
              abs(first[joint])),
             ("the force at the hand", tw, np.linalg.norm(wrench[:, :3], axis=1), force_level,
              np.linalg.norm(COLLISION[:3]))):
+        if amplitude <= lvl:  # the Panda's joints take under 20 N m of it: the force detects
+            figures[f"{what} crossed, ms"] = None
+            print(f"  {what} stays below {lvl:g} (it reaches {amplitude:.1f})")
+            continue
         # the state at the onset's stamp carries the first step of the push: from a step before
         crossed = times[(times >= onset) & (values > lvl)][0] - onset + 1e-3
         closed = -math.log(1 - lvl / amplitude) / gain
+        figures[f"{what} crossed, ms"] = [1e3 * crossed, 1e3 * closed]
         print(f"  {what} crossed {lvl:g} {1e3 * crossed:.0f} ms after the collision push began; "
               f"closed form -ln(1 - {lvl:g}/{amplitude:.1f})/K_O = {1e3 * closed:.1f} ms")
     ts, q = r["states"]
     held = (ts >= ph["released"] - 0.3) & (ts < ph["released"])
     print(f"  hold: the arm moved {np.abs(q[held] - q[held][-1]).max():.2e} rad over the last "
           "0.3 s of the collision push")
+    return {**figures, "hold_moved_rad": float(np.abs(q[held] - q[held][-1]).max())}
 
 
 def _plot(r, names, path):

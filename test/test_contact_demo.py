@@ -2,6 +2,7 @@
 test_contact_loop's module fixture holds while its tests run.
 """
 
+import json
 import pathlib
 
 import pytest
@@ -15,16 +16,18 @@ ARMS = {"default_arm": ([], "78"),
 
 
 @pytest.mark.parametrize("name", ARMS)
-def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
+def test_make_demo_mode_contact(name, tmp_path, monkeypatch):
     """make demo MODE=contact end to end on our arm and on two real arms' own files (the UR5,
-    the Panda with its hand), whatever the load: a collision latched and the reset taken,
-    every process stopped with 0 (the exit code), the plot written under the arm's name; and
-    where the recording caught the push, its estimate on the moving arm within 3 % (r is a
-    filter of J(q)^T w while q moves, so the share depends on where in the motion the push
-    lands; the harness stamps the pushes from the trajectory's start as the controller reports
-    it, so they land at the same point of the motion on every run: 0.90 % on the default arm,
-    0.70 % and 0.71 % on the UR5; stamped from the latest state heard, the UR5's was 0.80 % to
-    3.92 %; at rest test_contact_loop holds 1 %).
+    the Panda with its hand), whatever the load, read from the run's JSON report: a collision
+    latched and the reset taken, every process stopped with 0 (the exit code), the plot written
+    under the arm's name; and where the recording caught the push, the estimate against its
+    reference, the simulator's true joint torques through the observer's first-order filter,
+    within 1 % of the largest (0.17 % on the UR5 in a loaded suite).
+
+    The force share on the moving arm (r filters J(q)^T w over the last 1/K_O s of q) depends on
+    where in the motion the push lands, which the load moves: 0.70 % on the UR5 quiet, 3.17 %
+    and 3.26 % in loaded suites, the gap above 0.17 % in the same run. It is held to 10 % only,
+    as the estimate's direction and size (at rest test_contact_loop holds 1 %).
     """
     from conftest import robots_dir
     args, domain = ARMS[name]
@@ -32,12 +35,13 @@ def test_make_demo_mode_contact(name, tmp_path, capsys, monkeypatch):
         args = [args[0], str(robots_dir() / args[1]), *args[2:]]
     monkeypatch.setenv("ROS_DOMAIN_ID", domain)
     assert demo.main(["--mode", "contact", "--out", str(tmp_path), *args]) == 0
-    printed = capsys.readouterr().out
-    assert "reset_collision after the push: True, cleared: collision" in printed, printed
-    if "the recording missed" not in printed:  # a loaded machine's recorder can miss a phase
-        share = float(printed.split("N m: ")[1].split(" %")[0])
-        assert share < 3.0, printed
     arm = "default_arm" if not args else args[1].split("/")[-1].split(".")[0]
+    report = json.loads((tmp_path / f"demo_{arm}_contact.json").read_text())
+    assert report["reset"][0] is True and report["reset"][1].startswith("cleared: collision")
+    assert set(report["exit_codes"].values()) == {0}, report
+    if "missed" not in report:  # a loaded machine's recorder can miss a phase
+        assert report["filtered_truth_gap_percent"] < 1.0, report
+        assert report["push_share_percent"] < 10.0, report
     assert (tmp_path / f"demo_{arm}_contact.png").stat().st_size > 10000
     assert list((tmp_path / "logs").iterdir())  # the run's logs, in a folder of their own
     if args:  # a real arm's bag: its /tf from the arm's own file, against our kinematics
