@@ -227,7 +227,7 @@ def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
     # of tenths of a radian), not how well: how well is the synchronous test's, below. The
     # figures are printed, and the missed deadlines are in the simulator's log either way.
     hog = ("cpu_hog", [sys.executable, "-c", "while True: pass"])
-    result = closed_loop("default_arm", 6.0, None, tmp_path, 74, helpers=[hog],
+    result = closed_loop("default_arm", 4.0, None, tmp_path, 74, helpers=[hog],
                          controller_params=WIDE_CONTROLLER, simulator_params=WIDE_SIMULATOR)
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result)
@@ -255,7 +255,7 @@ def test_synchronous_loop_with_both_cores_busy_only_slows_down(tmp_path):
     # synchronous simulator. Bounds: RMS below 1e-3 rad on every joint, as on an idle
     # machine (test_closed_loop); no watchdog fires; under 1 % of the states unanswered within
     # sync_timeout; the real-time factor is reported.
-    result = closed_loop("default_arm", 6.0, None, tmp_path, 76, helpers=_cpu_hogs(2))
+    result = closed_loop("default_arm", 4.0, None, tmp_path, 76, helpers=_cpu_hogs(2))
     rms, _ = tracking_figures(result)
     published, missed = _deadlines(result)
     rtf = result["diagnostics"]["dynamics_simulator"]["real_time_factor"]
