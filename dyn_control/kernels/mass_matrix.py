@@ -5,34 +5,79 @@ simulator use). With it: forward dynamics, each joint's inertia with the others 
 computed-torque law's M v + ID(q, qd, 0).
 """
 
-import numpy as np
 
 from dyn_control.kernels import views
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.frames import joint_poses
 from dyn_control.kernels.linalg import cholesky_apply, cholesky_factor, inverse_diagonal
 from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
-from dyn_control.kernels.so3 import add, cross, dot, mul, row, scale
+from dyn_control.kernels.so3 import add, cross, dot, mul, mul_t, row, scale
 from dyn_control.model.layout import PRISMATIC
-
-_ZERO3 = np.zeros(3)  # a global: numba compiles it in as a constant
 
 
 @jit
 def columns(m, d, M):
     """Fill M (n, n) column by column, M e_j = ID(q, 0, e_j) with gravity and tip wrench off,
     at the workspace's joint poses. Leaves d.vectors[1] zero.
+
+    Each column is the Newton-Euler pass of rnea with its zero terms left out, the same sums in
+    the same order: at qd = 0 every body's angular velocity is zero, so only joint j's subtree
+    accelerates, and only the subtree and j's ancestors carry a wrench. A body outside both
+    contributes exactly zero; skipping it changes no bit (test_pinocchio, make equality).
     """
+    axis, jtype, parent, mass, h, inertia_o = m.axis, m.jtype, m.parent, m.mass, m.h, m.inertia_o
+    R, p = d.R, d.p
+    dw_all, dv_all, f_all, m_all = d.dw, d.dv, d.f, d.mo
     n = M.shape[0]
-    e, zero, col = d.vectors[0], d.vectors[1], d.vectors[2]
+    zero = d.vectors[1]
+    moving, loaded = d.vectors[0], d.vectors[2]  # flags (1.0 / 0.0) per body, this column's
     for i in range(n):
-        e[i], zero[i] = 0.0, 0.0
+        zero[i] = 0.0
     for j in range(n):
-        e[j] = 1.0
-        rnea(m, d, zero, e, _ZERO3, NO_WRENCH, col)
-        e[j] = 0.0
         for i in range(n):
-            M[i, j] = col[i]
+            moving[i] = 1.0 if i == j or (i > j and parent[i] >= 0 and moving[parent[i]] > 0) \
+                else 0.0
+            loaded[i] = moving[i]
+        for i in range(j, n):  # forward: the subtree's accelerations, parents first
+            if moving[i] == 0.0:
+                continue
+            a = row(axis, i)
+            if i == j:
+                dw, dv = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+                if jtype[i] == PRISMATIC:
+                    dv = a
+                else:
+                    dw = a
+            else:
+                k = parent[i]
+                dwp, dvp = row(dw_all, k), row(dv_all, k)
+                dv = mul_t(R, i, add(dvp, cross(dwp, row(p, i))))
+                dw = mul_t(R, i, dwp)
+            for c in range(3):
+                dw_all[i, c], dv_all[i, c] = dw[c], dv[c]
+                f_all[i, c], m_all[i, c] = 0.0, 0.0
+        for i in range(j):
+            for c in range(3):
+                f_all[i, c], m_all[i, c] = 0.0, 0.0
+        for i in range(n - 1, -1, -1):  # backward: wrenches, children first
+            if loaded[i] == 0.0:
+                M[i, j] = 0.0
+                continue
+            f, mo = row(f_all, i), row(m_all, i)
+            if moving[i] > 0:
+                dw, dv, hi = row(dw_all, i), row(dv_all, i), row(h, i)
+                f = add(f, add(scale(dv, mass[i]), cross(dw, hi)))
+                mo = add(mo, add(mul(inertia_o, i, dw), cross(hi, dv)))
+            a = row(axis, i)
+            M[i, j] = dot(a, f) if jtype[i] == PRISMATIC else dot(a, mo)
+            k = parent[i]
+            if k >= 0:  # carry the wrench to the parent's frame origin
+                f = mul(R, i, f)
+                mo = add(mul(R, i, mo), cross(row(p, i), f))
+                for c in range(3):
+                    f_all[k, c] += f[c]
+                    m_all[k, c] += mo[c]
+                loaded[k] = 1.0
 
 
 @jit
