@@ -22,7 +22,7 @@ from dyn_control.kernels.newton_euler import NO_WRENCH
 from dyn_control.model.layout import with_gravity
 
 _ZERO3 = np.zeros(3)
-_inverse_dynamics = newton_euler.inverse_dynamics  # one attribute lookup fewer a call
+_inverse_dynamics = newton_euler.inverse_dynamics_plain  # one attribute lookup fewer a call
 _F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
 
 
@@ -36,21 +36,20 @@ def as_vector(chain, x, name):
     return x
 
 
-def _plain(chain, q, qd, x):
-    """Whether q, qd and x are float64 arrays of shape (n,), the control loop's case: they go to
-    the kernels as they are. One chained test: three as_vector calls cost more than the kernel's
-    own work on a small arm.
+def _plain(q, qd, x):
+    """Whether q, qd and x are float64 arrays of one dimension, the control loop's case: they go
+    to the kernels as they are. One chained test: three as_vector calls cost more than the
+    kernel's own work on a small arm.
     """
     try:
-        return (q.dtype is qd.dtype is x.dtype is _F64
-                and q.shape == qd.shape == x.shape == chain.vector_shape)
+        return q.dtype is qd.dtype is x.dtype is _F64 and q.ndim == qd.ndim == x.ndim == 1
     except AttributeError:  # not arrays
         return False
 
 
 def _vectors(chain, q, qd, x, name):
     """q, qd and a third (n,) vector `name`, as float64 arrays (as_vector)."""
-    if _plain(chain, q, qd, x):
+    if _plain(q, qd, x) and q.shape == qd.shape == x.shape == chain.vector_shape:
         return q, qd, x
     return as_vector(chain, q, "q"), as_vector(chain, qd, "qd"), as_vector(chain, x, name)
 
@@ -76,11 +75,10 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
-    if gravity is None and f_tip is None and _plain(chain, q, qd, qdd):  # a control loop's call:
+    if gravity is None and f_tip is None and _plain(q, qd, qdd):  # a control loop's call:
         tau = np.empty(chain.vector_shape)  # no conversion, no gravity or wrench to build
-        args = chain.workspace().args
-        _inverse_dynamics(*args, q, qd, qdd, NO_WRENCH, tau)
-        return tau
+        if _inverse_dynamics(*chain.workspace().args, q, qd, qdd, tau):
+            return tau  # (else a length is wrong: as_vector below names it)
     f = NO_WRENCH if f_tip is None else chain.wrench_at_last_body(f_tip)
     model = _model(chain, gravity)
     if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each

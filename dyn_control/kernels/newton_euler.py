@@ -79,6 +79,22 @@ def inverse_dynamics(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, f_tip, tau)
     rnea(m, d, qd, qdd, m.a0, f_tip, tau)
 
 
+@jit
+def inverse_dynamics_plain(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, tau):
+    """inverse_dynamics under the model's gravity with no tip wrench, the call a control loop
+    makes: fills tau and returns True, or returns False, touching nothing, when q, qd and qdd
+    are not all of length n (the caller then says which). Its checks are here, not in Python,
+    and it makes only the pass's views: what a call costs around the pass is most of it.
+    """
+    n = vecs.shape[1]
+    if q.shape[0] != n or qd.shape[0] != n or qdd.shape[0] != n or tau.shape[0] != n:
+        return False
+    m, d = views.model(mvec, mrot, ints), views.newton_euler(vecs, rots)
+    joint_poses(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
+    rnea(m, d, qd, qdd, m.a0, NO_WRENCH, tau)
+    return True
+
+
 def row_blocks(N):
     """Blocks to split N rows in: one per thread (numba's, as many as cores), or one below 64
     rows, where a second thread costs more than it saves.
