@@ -325,20 +325,24 @@ def observer_tick(quick):
 
 
 def simulator_step(quick):
-    """us per step of our Simulation (RK4, 1 ms, the implicit passive step) against MuJoCo's
-    mj_step with its RK4 integrator on the same URDF (inertials and joints only, contacts
-    off), from Python, zero torque from q = 0.1 at rest; UR5 and xArm7. Damping and friction
-    off on both sides, so both do the same work (MuJoCo's RK4 blows up under the xArm7's stiff
-    joint damping at step 3; ours takes it implicitly and costs more with friction on). The
-    target reads the paired ratio: single sides wandered 1.3x to 1.9x within the hour.
+    """us per step of our Simulation (RK4, 1 ms, the passive step) against MuJoCo's mj_step
+    with its RK4 integrator on the same URDF (inertials and joints only, contacts off), from
+    Python, zero torque from q = 0.1; UR5 and xArm7 at rest with damping and friction off on
+    both sides, so both do the same work; then the xArm7 with its URDF's damping and friction
+    on both sides (MuJoCo's dof_damping and dof_frictionloss), moving at 0.5 rad/s: our staged
+    damping and implicit friction against MuJoCo's (whose RK4 blows up under that damping at
+    step 3 of a run: a single step from a state is timed). The target reads the paired ratio:
+    single sides wandered 1.3x to 1.9x within the hour.
     """
     import mujoco
 
     from dyn_control.model.urdf import dynamics_only, read_urdf_text
     from dyn_control.sim.simulation import Simulation
     out = {}
-    for name, rel in (("ur5", "ur_description/urdf/ur5_robot.urdf"),
-                      ("xarm7", "xarm_description/urdf/xarm7.urdf")):
+    for name, rel, passive in (("ur5", "ur_description/urdf/ur5_robot.urdf", False),
+                               ("xarm7", "xarm_description/urdf/xarm7.urdf", False),
+                               ("xarm7_damping_friction", "xarm_description/urdf/xarm7.urdf",
+                                True)):
         path = ROBOTS / rel
         chain = load_chain(path)
         model = mujoco.MjModel.from_xml_string(dynamics_only(read_urdf_text(path)).decode())
@@ -346,21 +350,23 @@ def simulator_step(quick):
         model.opt.timestep = 1e-3
         model.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
         model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-        model.dof_damping[:] = 0.0
-        model.dof_frictionloss[:] = 0.0
+        zero = np.zeros(chain.n)
+        model.dof_damping[:] = chain.damping if passive else zero
+        model.dof_frictionloss[:] = chain.friction if passive else zero
         data = mujoco.MjData(model)
-        q0, zero = np.full(chain.n, 0.1), np.zeros(chain.n)
+        q0, qd0 = np.full(chain.n, 0.1), np.full(chain.n, 0.5 if passive else 0.0)
         sim = Simulation(chain, q0)
-        sim.damping, sim.friction = zero, zero
+        if not passive:
+            sim.damping, sim.friction = zero, zero
 
         # each step from the same state, both: a falling arm reaches its stops, where the
         # passive step iterates, and the figure would be of the pose, not of the step
         def ours_step():
-            sim.q, sim.qd = q0, zero
+            sim.q, sim.qd = q0, qd0
             sim.step(zero)
 
         def their_step():
-            data.qpos[:], data.qvel[:] = q0, zero
+            data.qpos[:], data.qvel[:] = q0, qd0
             mujoco.mj_step(model, data)
         budget = 0.01 if quick else 0.05
         ours = per_call_us(ours_step, budget=budget)

@@ -23,6 +23,7 @@ from dyn_control.model.layout import with_gravity
 
 _ZERO3 = np.zeros(3)
 _inverse_dynamics = newton_euler.inverse_dynamics_plain  # one attribute lookup fewer a call
+_mass_matrix = mass.mass_matrix
 _F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
 
 
@@ -97,7 +98,12 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
     M = np.empty(chain.matrix_shape)
-    mass.mass_matrix(*chain.workspace().args, as_vector(chain, q, "q"), M)
+    try:
+        plain = q.dtype is _F64 and q.ndim == 1
+    except AttributeError:  # not an array
+        plain = False
+    if not (plain and _mass_matrix(*chain.workspace().args, q, M)):  # (False: a wrong length)
+        _mass_matrix(*chain.workspace().args, as_vector(chain, q, "q"), M)
     return M
 
 

@@ -140,10 +140,16 @@ def poses(m, d, q):
 
 @jit
 def mass_matrix(mvec, mrot, ints, vecs, rots, mats, q, M):
-    """Fill M (n, n) = M(q), by columns."""
-    m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
+    """Fill M (n, n) = M(q), by columns, and return True; or return False, touching nothing,
+    when q is not of length n (the caller then says so). Only the passes' views are made.
+    """
+    n = vecs.shape[1]
+    if q.shape[0] != n or M.shape[0] != n or M.shape[1] != n:
+        return False
+    m, d = views.model(mvec, mrot, ints), views.newton_euler(vecs, rots, mats)
     poses(m, d, q)
     columns(m, d, M)
+    return True
 
 
 @jit

@@ -89,7 +89,7 @@ def inverse_dynamics_plain(mvec, mrot, ints, vecs, rots, mats, q, qd, qdd, tau):
     n = vecs.shape[1]
     if q.shape[0] != n or qd.shape[0] != n or qdd.shape[0] != n or tau.shape[0] != n:
         return False
-    m, d = views.model(mvec, mrot, ints), views.newton_euler(vecs, rots)
+    m, d = views.model(mvec, mrot, ints), views.newton_euler(vecs, rots, mats)
     joint_poses(m.R0, m.p0, m.axis, m.jtype, q, d.R, d.p)
     rnea(m, d, qd, qdd, m.a0, NO_WRENCH, tau)
     return True

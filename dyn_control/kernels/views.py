@@ -38,9 +38,10 @@ ModelView = namedtuple("ModelView", "R0 p0 axis jtype parent mass h inertia_o a0
 # wrench f, mo; the composite bodies' cI, ch, cm; M, its factor L, a Jacobian J (6, n), and
 # `vectors` (VECTORS, n) of scratch
 DataView = namedtuple("DataView", "R p Rw pw w dw dv f mo cI ch cm M L J vectors")
-# what one Newton-Euler pass reads and writes, as DataView names it: a kernel that only runs
-# that pass makes these 7 views, not 16 (each costs a reference count: 0.18 us for all 16)
-PassView = namedtuple("PassView", "R p w dw dv f mo")
+# what the Newton-Euler passes read and write (rnea, and M's columns), as DataView names it: a
+# kernel that only runs them makes these 8 views, not 16 (each costs a reference count: 0.18 us
+# for all 16)
+PassView = namedtuple("PassView", "R p w dw dv f mo vectors")
 
 
 @jit
@@ -59,5 +60,7 @@ def data(vecs, rots, mats):
 
 
 @jit
-def newton_euler(vecs, rots):
-    return PassView(rots[ROT], vecs[POS], vecs[W], vecs[DW], vecs[DV], vecs[FORCE], vecs[MOMENT])
+def newton_euler(vecs, rots, mats):
+    n = vecs.shape[1]
+    return PassView(rots[ROT], vecs[POS], vecs[W], vecs[DW], vecs[DV], vecs[FORCE], vecs[MOMENT],
+                    mats[2 * n + 6:])
