@@ -211,3 +211,12 @@ def simulation_step(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, fri
             q_next[i] = q[i]
         q_next[i] = min(max(q_next[i], lower[i]), upper[i])
     return q_next, v
+
+
+@jit
+def at_stop(q, lower, upper):
+    """Whether a joint is on one of its stops: q at or beyond lower or upper (each (n,))."""
+    for i in range(q.shape[0]):
+        if q[i] <= lower[i] or q[i] >= upper[i]:
+            return True
+    return False
