@@ -309,8 +309,10 @@ class CartesianLaw:
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
         f = len(self.ee_links)
-        return _law(*self.data.args, self.task, q, qd, np.reshape(R_d, (f, 3, 3)),
-                    np.reshape(p_d, (f, 3)), np.reshape(w, 6 * f), q_n)
+        # the arrays' own reshape: np.reshape's dispatch cost 0.6 us a call, three a tick
+        R_d, p_d, w = np.asarray(R_d), np.asarray(p_d), np.asarray(w)
+        return _law(*self.data.args, self.task, q, qd, R_d.reshape(f, 3, 3), p_d.reshape(f, 3),
+                    w.reshape(6 * f), q_n)
 
     def jacobian(self, q):
         """(6 f, n): the frames' Jacobians, stacked, in base axes at their origins."""
