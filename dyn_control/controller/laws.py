@@ -391,7 +391,10 @@ def limit_rate(tau, previous, max_rate, dt):
         return tau
     if dt <= 0:
         return previous.copy()
-    return _bounded_change(tau, previous, np.broadcast_to(max_rate * dt, tau.shape))
+    step = max_rate * dt
+    if not (type(step) is np.ndarray and step.shape == tau.shape):  # a scalar rate
+        step = np.full(tau.shape, step, dtype=float)
+    return _bounded_change(tau, previous, step)
 
 
 @jit
