@@ -8,6 +8,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+CLOSE_TIMEOUT = 30.0  # s: the spinning thread's longest callback on a loaded machine, with room
+
 
 class BackgroundNode(Node):
     """Create the subscriptions and publishers, then call start(); close() stops and destroys
@@ -44,7 +46,14 @@ class BackgroundNode(Node):
                 return
 
     def close(self):
+        """Stop the spinning thread, then destroy the node. Never while the thread still spins:
+        destroying a node its executor is inside frees what the executor is reading. The thread
+        ends within one spin_once; a thread stuck longer leaves the node undestroyed and says so.
+        """
         self._stop.set()
-        self._thread.join(timeout=2.0)
+        self._thread.join(timeout=CLOSE_TIMEOUT)
+        if self._thread.is_alive():
+            raise RuntimeError(f"{self.get_name()}: its spinning thread did not stop within "
+                               f"{CLOSE_TIMEOUT:g} s; the node is left undestroyed")
         self._executor.shutdown(timeout_sec=1.0)
         self.destroy_node()
