@@ -211,11 +211,9 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
         F[k] += w[k]
     # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
     inertia = np.empty(n)
-    unit, x = np.zeros(n), np.empty(n)
+    inverse_diagonal(L, np.zeros(n), np.empty(n), inertia)
     for i in range(n):
-        unit[i] = 1.0
-        inertia[i] = 1.0 / cholesky_apply(L, unit, x)[i]
-        unit[i] = 0.0
+        inertia[i] = 1.0 / inertia[i]
     # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
     vn = qd - matvec(MinvJt, matvec(Lam, xd))
     tau_n, pull_n = np.empty(n), np.empty(n)
@@ -237,10 +235,8 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
         qdd = cholesky_apply(L, command, np.empty(n))
-        inverse = np.empty(n)
-        inverse_diagonal(L, np.zeros(n), np.empty(n), inverse)
         for i in range(n):
-            tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, 1.0 / inverse[i])
+            tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, inertia[i])
     for i in range(n):
         tau[i] += command[i]
         if friction[i] > 0:  # the direction the law pulls in, fading out within the deadband

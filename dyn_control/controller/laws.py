@@ -199,9 +199,9 @@ def _law(mvec, mrot, ints, vecs, rots, mats, mode, kp, kd, ki, integral_limit, w
         damped = False
         for i in range(n):
             damped = damped or damping[i] > 0.0
-        if damped:  # the damping over one control period
+        if damped:  # the damping over one control period; M is in the workspace already
             inertia = np.empty(n)
-            mass.joint_inertias(*model, q, inertia)
+            mass.workspace_inertias(vecs, rots, mats, inertia)
             for i in range(n):
                 tau[i] += period_damping(damping[i], qd[i], v[i], period, inertia[i])
     else:

@@ -173,9 +173,18 @@ def joint_inertias(mvec, mrot, ints, vecs, rots, mats, q, out):
     1 / (M(q)^-1)_jj, the inertia a torque on that joint alone accelerates (M by crba).
     """
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
-    n = q.shape[0]
     poses(m, d, q)
     crba(m, d, d.M)
+    workspace_inertias(vecs, rots, mats, out)
+
+
+@jit
+def workspace_inertias(vecs, rots, mats, out):
+    """joint_inertias of the M the workspace holds already (d.M, by crba or by columns),
+    factored into d.L: a law that has built M does not build it again.
+    """
+    d = views.data(vecs, rots, mats)
+    n = out.shape[0]
     L = cholesky_factor(d.M, d.L)
     unit, x = d.vectors[0], d.vectors[2]
     for i in range(n):
