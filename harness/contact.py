@@ -330,9 +330,10 @@ def _figures(r, names):
               f"closed form -ln(1 - {lvl:g}/{amplitude:.1f})/K_O = {1e3 * closed:.1f} ms")
     ts, q = r["states"]
     held = (ts >= ph["released"] - 0.3) & (ts < ph["released"])
-    print(f"  hold: the arm moved {np.abs(q[held] - q[held][-1]).max():.2e} rad over the last "
-          "0.3 s of the collision push")
-    return {**figures, "hold_moved_rad": float(np.abs(q[held] - q[held][-1]).max())}
+    figures["hold_moved_rad"] = float(np.abs(q[held] - q[held][-1]).max())
+    print(f"  hold: the arm moved {figures['hold_moved_rad']:.2e} rad over the last 0.3 s of "
+          "the collision push")
+    return figures
 
 
 def _plot(r, names, path):

@@ -106,7 +106,8 @@ class Simulation:
                                                 chain.position_max.copy())
         self.damping, self.friction = chain.damping.copy(), chain.friction.copy()
         self.external = None  # (link, wrench (6,)) of a push
-        self.unpushed = np.zeros(chain.n)  # external_torques between pushes: read only
+        self.unpushed = np.zeros(chain.n)  # external_torques between pushes
+        self.unpushed.flags.writeable = False
         self.external_torques = self.unpushed  # J^T wrench of the push over the last step
 
     @property
@@ -146,7 +147,7 @@ class Simulation:
             link, wrench = self.external
             self.external_torques = frame_jacobian(self.chain, self.q, link).T @ wrench
             applied = self.tau + self.external_torques
-        else:  # (a test of identity: any() cost 1 us a step)
+        else:  # the same read-only zeros every step: asking any() of them cost 1 us a step
             self.external_torques = self.unpushed
         q, qd = self.q, self.qd
         if self.gravity_compensated:
