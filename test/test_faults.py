@@ -137,21 +137,29 @@ def test_simulator_killed_controller_detects_stale_state(ros, tmp_path):
         # (on wall time, a loaded machine can starve the loop past state_timeout before the
         # kill too: the watchdog reports that as it should, so only what follows the kill counts)
         controller_status = lambda: node_status(recorder, "computed_torque_controller")  # noqa: E731
+
+        def holding():
+            return controller_status()["message"] == "holding: no good joint state"
+
         wait_for(lambda: "stale_state_events" in controller_status(), 60, "/diagnostics")
         before = controller_status()["stale_state_events"]
         sim.proc.send_signal(signal.SIGKILL)
         sim.proc.wait()
         killed = time.monotonic()
-        wait_for(lambda: controller_status()["stale_state_events"] > before, 60,
+        wait_for(lambda: controller_status()["stale_state_events"] > before and holding(), 60,
                  "the stale-state report on /diagnostics")
         detected = time.monotonic()
+        reported = controller_status()["stale_state_events"]
         # then it holds, with gravity compensation sent at the watchdog's 100 Hz
         wait_for(lambda: efforts.since(detected) > 20, 60, "hold commands after the warning")
-        # once: the controller holds, it does not nag (a status a second later agrees)
+        # once: the controller holds, it does not nag (a status a second later agrees). The
+        # count is taken once the hold is reported, not before the kill: a status is up to a
+        # second old, and a starved loop's spell just before the kill (reported after it) made
+        # "before + 1" read 3 against 2 with three workers on two cores.
         time.sleep(1.5)
         status = controller_status()
-        assert status["stale_state_events"] == before + 1, status
-        assert status["message"] == "holding: no good joint state", status
+        assert status["stale_state_events"] == reported, (reported, status)
+        assert holding(), status
         # state_timeout is 0.1 s: the controller reports the silence it saw, never less. How
         # much more depends on the machine's load (measured 0.10 to 0.11 s on an idle one), so
         # it is printed, not bounded.
