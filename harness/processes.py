@@ -55,14 +55,20 @@ def executable(name) -> str:
     return found
 
 
+# Fast DDS participants that announce themselves every 0.25 s (the file says why)
+QUICK_DISCOVERY = pathlib.Path(__file__).resolve().parent / "fastdds_discovery.xml"
+
+
 def loop_env(env=None):
-    """env (default os.environ) with Fast DDS on UDP loopback unless the caller chose transports.
+    """env (default os.environ) with Fast DDS on UDP loopback unless the caller chose transports,
+    and QUICK_DISCOVERY unless the caller chose a profile file.
 
     Fast DDS's default shared-memory transport can stop delivering to one of the loop's nodes
     for longer than the watchdogs allow on a small machine (figures in docs/failure_modes.md, "DDS
     transport").
     """
     env = dict(os.environ if env is None else env)
+    env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(QUICK_DISCOVERY))
     env.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
     return env
 

@@ -28,6 +28,10 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PACKAGE_DIR))  # harness/, the process harness the tests share
 SUPPORT_DIR = PACKAGE_DIR / "test" / "support"  # the tests' helpers and helper processes
 sys.path.insert(0, str(SUPPORT_DIR))
+# every ROS participant of the suite, this process's and the nodes' it starts, finds the others
+# in a quarter of a second, not up to three (harness/fastdds_discovery.xml)
+os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
+                      str(PACKAGE_DIR / "harness" / "fastdds_discovery.xml"))
 URDF_DIR = PACKAGE_DIR / "urdf"
 CONFIG_DIR = PACKAGE_DIR / "config"
 DEFAULT_ARM = URDF_DIR / "default_arm.urdf"
