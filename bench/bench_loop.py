@@ -229,7 +229,7 @@ def renamed_config(log_dir, name):
     """The controller's parameters file with its section under `name`."""
     text = processes.config("controller").read_text()
     out = pathlib.Path(log_dir) / f"{name}.yaml"
-    out.write_text(text.replace("\ncomputed_torque_controller:", f"\n{name}:", 1))
+    out.write_text(text.replace("\n/**/computed_torque_controller:", f"\n/**/{name}:", 1))
     return out
 
 

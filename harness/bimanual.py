@@ -26,11 +26,8 @@ CONTROLLER = "/computed_torque_controller"
 
 def arm_ee_links(arm_configs):
     """The controller's ee_links in the arm's own parameters file ([] if none or one)."""
-    import yaml
     for path in arm_configs:
-        params = yaml.safe_load(path.read_text()) or {}
-        links = params.get("computed_torque_controller", {}).get("ros__parameters",
-                                                                 {}).get("ee_links")
+        links = processes.node_parameters(path, "computed_torque_controller").get("ee_links")
         if links and len(links) > 1:
             return list(links)
     return []

@@ -88,12 +88,10 @@ def check_arm(arm, tip=None, joints=None):
     """
     import warnings
 
-    import yaml
-
     from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain
     urdf, configs = processes.arm_files(arm)
     for path in configs:  # the arm's own file (config/dual_arm.yaml) names them for every node
-        given = (yaml.safe_load(path.read_text()) or {}).get("/**", {}).get("ros__parameters", {})
+        given = processes.node_parameters(path)  # what it gives every node
         tip, joints = tip or given.get("tip_link"), joints or ",".join(given.get("joints", []))
     try:
         with warnings.catch_warnings():
@@ -120,8 +118,6 @@ def check_task(arm, mode, tip=None, joints=None):
     """
     import warnings
 
-    import yaml
-
     from dyn_control.controller.observer import SINGULAR_VALUE
     from dyn_control.kinematics import frame_jacobian
     from dyn_control.model.chain import load_chain
@@ -140,10 +136,8 @@ def check_task(arm, mode, tip=None, joints=None):
     q = default_initial_positions(chain)
     given, order = None, joints.split(",") if joints else list(chain.joint_names)
     for path in configs:  # the simulator's start in the arm's own file (joints order)
-        params = yaml.safe_load(path.read_text()) or {}
-        for section in ("/**", "dynamics_simulator"):
-            node = params.get(section, {}).get("ros__parameters", {})
-            given, order = node.get("initial_positions", given), node.get("joints", order)
+        node = processes.node_parameters(path, "dynamics_simulator")
+        given, order = node.get("initial_positions", given), node.get("joints", order)
     if given is not None:
         q = np.array([given[order.index(name)] for name in chain.joint_names])
     for link in hands or [chain.tip_link]:

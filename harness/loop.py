@@ -19,7 +19,7 @@ CONTROLLER_NODE = "computed_torque_controller"
 def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", domain_id=None,
                 controller_params=None, simulator_params=None, timeout=300.0,
                 controller_first=0.0, simulator_remaps=None, helpers=(), demo_params=None,
-                model_params=None, sim_urdf=None, bag=None):
+                model_params=None, sim_urdf=None, bag=None, namespace=""):
     """Run simulator + controller + demo trajectory; return the recording and exit codes.
 
     controller_first: seconds the controller runs alone before the simulator starts.
@@ -29,11 +29,14 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     own URDF of the same joints (a truth the controller does not know, simulated as a real arm:
     launch_support.real_arm_parameters, unless simulator_params or controller_params say
     otherwise; default: the arm's).
-    bag: a new folder to write the run to as a rosbag2 (harness.bag).
+    bag: a new folder to write the run to as a rosbag2 (harness.bag). namespace: every node's
+    ("/left"), read there by the recorder.
     Returns a dict: joint_names, start (simulated time the trajectory starts at, s), t (s from
     start), error (k, n), reference (k, n), position (k, n),
-    effort (k, n) from the controller's topics over the trajectory, exit_codes, logs, and
-    ticks_before_simulator (controller outputs seen while it ran alone).
+    effort (k, n) from the controller's topics over the trajectory, exit_codes, logs,
+    ticks_before_simulator (controller outputs seen while it ran alone), and graph: the ROS
+    graph as the recorder saw it before the nodes stopped ({"nodes", "topics", "services",
+    "actions"}: fully qualified names).
     """
     import rclpy
 
@@ -53,22 +56,22 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
     if domain_id is not None:
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)
     rclpy.init()
-    recorder = Recorder(urdf_text=_bag_urdf(bag, sim_urdf or urdf))
+    recorder = Recorder(urdf_text=_bag_urdf(bag, sim_urdf or urdf), namespace=namespace)
+    moved = {"__ns": namespace} if namespace else {}
     env = processes.loop_env()
     nodes = processes.ProcessSet()
     ticks_alone = 0
     try:
         nodes.start(
             "computed_torque_controller", [processes.config("controller"), *arm_configs],
-            ctl_params,
-            log_dir=log_dir, env=env)
+            ctl_params, remaps=moved, log_dir=log_dir, env=env)
         if controller_first:
             time.sleep(controller_first)
             _check_alive(nodes)
             ticks_alone = len(recorder.series("errors")[0])
         nodes.start(
             "dynamics_simulator", [processes.config("simulator"), *arm_configs], sim_params,
-            remaps=simulator_remaps, log_dir=log_dir, env=env)
+            remaps={**moved, **(simulator_remaps or {})}, log_dir=log_dir, env=env)
         for name, argv in helpers:
             nodes.start(name, log_dir=log_dir, env=env, argv=argv)
         # the recorder hears the controller's ticks (it holds before any trajectory) before the
@@ -78,8 +81,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
                   "the recorder heard no tick on both ~/error and ~/reference")
         nodes.start(
             "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params,
-            log_dir=log_dir,
-            env=env)
+            remaps=moved, log_dir=log_dir, env=env)
         # from the controller's own word (its /diagnostics): the recorder may miss the first
         # moving samples (92 ms of them seen), and the error along the trajectory changes
         # 100-fold within a second, so a start read off the recording would shift every window
@@ -105,6 +107,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             with contextlib.suppress(TimeoutError):
                 _wait_for(lambda: "result" in node_status(recorder, "trajectory_demo"), nodes,
                           10.0, "no goal result")
+        graph = _graph(recorder)
     finally:
         # last started, first stopped: the simulator goes before the controller, so it does not
         # count the states a stopped controller leaves unanswered
@@ -121,6 +124,7 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
             "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
             "diagnostics": dict(recorder.diagnostics), "bag": bag_counts,
             "recorded": {"errors": len(recorder.errors), "references": len(recorder.references)},
+            "graph": graph,
             "received": dict(recorder.tap.counts) if bag else None}
 
 
@@ -171,6 +175,18 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
             "target": recorder.pose_series("target_pose"), "states": (t, q, effort),
             "phases": phases, "exit_codes": codes, "logs": logs,
             "diagnostics": dict(recorder.diagnostics), "bag": bag_counts}
+
+
+def _graph(node):
+    """The ROS graph as `node` sees it: fully qualified names of nodes, topics, services and
+    actions (an action's topics and services are listed under topics and services too).
+    """
+    from rclpy.action import get_action_names_and_types
+    return {"nodes": sorted(ns.rstrip("/") + "/" + name
+                            for name, ns in node.get_node_names_and_namespaces()),
+            "topics": sorted(name for name, _ in node.get_topic_names_and_types()),
+            "services": sorted(name for name, _ in node.get_service_names_and_types()),
+            "actions": sorted(name for name, _ in get_action_names_and_types(node))}
 
 
 def _bag_urdf(bag, urdf):

@@ -55,6 +55,20 @@ def executable(name) -> str:
     return found
 
 
+def node_parameters(path, node=None):
+    """The ros__parameters a parameters file gives the node named `node` in any namespace, as
+    ROS reads it: the sections "/**", "/**/node", "node" and "/node", the later ones winning
+    (node None: what it gives every node, "/**").
+    """
+    import yaml
+    sections = yaml.safe_load(pathlib.Path(path).read_text()) or {}
+    found = {}
+    keys = ("/**",) if node is None else ("/**", f"/**/{node}", node, f"/{node}")
+    for key in keys:
+        found.update((sections.get(key) or {}).get("ros__parameters", {}))
+    return found
+
+
 # Fast DDS participants that announce themselves every 0.25 s (the file says why)
 QUICK_DISCOVERY = pathlib.Path(__file__).resolve().parent / "fastdds_discovery.xml"
 

@@ -21,11 +21,14 @@ CONTROLLER = "/computed_torque_controller"
 class Recorder(BackgroundNode):
     """cartesian: also record the poses and the simulator's joint states (1 kHz; off by
     default, so that the joint-space loops do not pay for them). urdf_text: also keep the run
-    for a bag (harness.bag: `tap`), its topics read through the tap.
+    for a bag (harness.bag: `tap`), its topics read through the tap. namespace: the arm's
+    ("/left"): its topics are read there, and its nodes' statuses are kept under their plain
+    names ("left/computed_torque_controller" as "computed_torque_controller").
     """
 
-    def __init__(self, controller=CONTROLLER, cartesian=False, urdf_text=None):
+    def __init__(self, controller=CONTROLLER, cartesian=False, urdf_text=None, namespace=""):
         super().__init__("dyn_control_recorder")
+        controller = namespace + controller
         self.errors, self.references, self.states = [], [], []
         self.poses = {"current_pose": [], "target_pose": []}  # (t, p (3,), quaternion (4,))
         self.joint_names = None
@@ -51,7 +54,7 @@ class Recorder(BackgroundNode):
 
         kinds = {}  # topic -> (message class, callback)
         if cartesian:  # the joint states (their names too) and the poses
-            kinds["/joint_states"] = (JointState, keep(self.states, True))
+            kinds[f"{namespace}/joint_states"] = (JointState, keep(self.states, True))
             for name, store in self.poses.items():
                 kinds[f"{controller}/{name}"] = (PoseStamped, pose(store))
         else:
@@ -66,9 +69,13 @@ class Recorder(BackgroundNode):
             if self.tap is None or topic not in self.tap.counts:  # a topic the bag does not keep
                 self.create_subscription(kind, topic, callback, 1000)
 
+        prefix = namespace.lstrip("/") + "/" if namespace else ""
+
         def diagnostics(msg):
+            found = {name[len(prefix):] if prefix and name.startswith(prefix) else name: values
+                     for name, values in read_diagnostics(msg).items()}
             with self.lock:
-                self.diagnostics.update(read_diagnostics(msg))
+                self.diagnostics.update(found)
 
         self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
         self.start()

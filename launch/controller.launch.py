@@ -2,18 +2,27 @@
 
     ros2 launch dyn_control controller.launch.py urdf_file:=PATH joints:="[j1, j2, ...]"
         [effort_topic:=/effort_controller/commands] [state_topic:=/joint_states]
-        [controller_params:=YAML] [use_sim_time:=false]
+        [controller_params:=YAML] [use_sim_time:=false] [namespace:=NS]
 
 With urdf_file empty the controller takes the model from /robot_description (as
 robot_state_publisher publishes it). joints sets the controlled joints and the order of the
-effort command: the order of your forward_command_controller's `joints`.
+effort command: the order of your forward_command_controller's `joints`. namespace:=left puts
+the controller and its topics under /left; the default topics are relative, so
+effort_topic and state_topic follow it (an absolute one, /joint_states, stays where it is).
 """
 
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from dyn_control.nodes.launch_support import PACKAGE, is_true, robot_description, share
+from dyn_control.nodes.launch_support import (
+    PACKAGE,
+    in_namespace,
+    is_true,
+    namespace,
+    robot_description,
+    share,
+)
 from launch import LaunchDescription
 
 
@@ -26,10 +35,11 @@ def _controller(context):
     if joints:
         params.append({"joints": joints})
     params.append({"use_sim_time": is_true(value("use_sim_time"))})
-    return [Node(package=PACKAGE, executable="computed_torque_controller",
-                 name="computed_torque_controller", output="screen", parameters=params,
-                 remappings=[("/effort_controller/commands", value("effort_topic")),
-                             ("/joint_states", value("state_topic"))])]
+    return in_namespace(namespace(value("namespace")), [Node(
+        package=PACKAGE, executable="computed_torque_controller",
+        name="computed_torque_controller", output="screen", parameters=params,
+        remappings=[("effort_controller/commands", value("effort_topic")),
+                    ("joint_states", value("state_topic"))])])
 
 
 def generate_launch_description():
@@ -38,9 +48,11 @@ def generate_launch_description():
                               description="URDF or xacro; empty: the /robot_description topic"),
         DeclareLaunchArgument("joints", default_value="",
                               description="controlled joints in command order, e.g. [j1, j2]"),
-        DeclareLaunchArgument("effort_topic", default_value="/effort_controller/commands"),
-        DeclareLaunchArgument("state_topic", default_value="/joint_states"),
+        DeclareLaunchArgument("effort_topic", default_value="effort_controller/commands"),
+        DeclareLaunchArgument("state_topic", default_value="joint_states"),
         DeclareLaunchArgument("controller_params", default_value=""),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="the arm's namespace (several arms on one graph)"),
         OpaqueFunction(function=_controller),
     ])

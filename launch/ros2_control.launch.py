@@ -5,7 +5,7 @@ computed_torque_controller writing to /effort_controller/commands.
     ros2 launch dyn_control ros2_control.launch.py
         [description:=PATH.urdf.xacro] [hardware_plugin:=PLUGIN] [controllers:=YAML]
         [joint_commands_topic:=/robot_joint_commands] [joint_states_topic:=/robot_joint_states]
-        [use_sim_time:=false] [gui:=false]
+        [use_sim_time:=false] [gui:=false] [namespace:=NS]
 
 The default hardware is ros2_control's topic-based system
 (joint_state_topic_hardware_interface/JointStateTopicSystem), with our dynamics_simulator behind
@@ -19,6 +19,8 @@ For your own arm: give its xacro (with a <ros2_control> tag whose joints have an
 interface and position, velocity and effort state interfaces) as `description`, list the same
 joints in the controllers YAML (effort_controller.joints), and choose the hardware plugin.
 gui:=true also starts RViz (rviz/dyn_control.rviz); off by default, as in sim.launch.py.
+namespace:=left puts every node under /left (the controller_manager is /left/controller_manager)
+and the topic-based plugin's default topics with them (/left/robot_joint_commands).
 """
 
 import os
@@ -31,8 +33,10 @@ from dyn_control.nodes.launch_support import (
     PACKAGE,
     TOPIC_BASED_PLUGINS,
     gui_nodes,
+    in_namespace,
     installed,
     is_true,
+    namespace,
     robot_description,
     share,
 )
@@ -42,8 +46,10 @@ from launch import LaunchDescription
 def _nodes(context):
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
     plugin = value("hardware_plugin")
-    topics = {"joint_commands_topic": value("joint_commands_topic"),
-              "joint_states_topic": value("joint_states_topic")}
+    ns = namespace(value("namespace"))
+    # the plugin's topics are absolute names in the URDF: under the namespace unless given
+    topics = {"joint_commands_topic": value("joint_commands_topic") or f"{ns}/robot_joint_commands",
+              "joint_states_topic": value("joint_states_topic") or f"{ns}/robot_joint_states"}
     description = robot_description(
         value("description") or share("urdf", "default_arm.ros2_control.urdf.xacro"),
         hardware_plugin=plugin, **topics)
@@ -53,13 +59,14 @@ def _nodes(context):
     nodes = [
         Node(package="controller_manager", executable="ros2_control_node", output="screen",
              parameters=[controllers, sim_time],
-             remappings=[("~/robot_description", "/robot_description")]),
+             remappings=[("~/robot_description", "robot_description")]),
         Node(package="robot_state_publisher", executable="robot_state_publisher",
              output="screen", parameters=[model, sim_time]),
         Node(package="controller_manager", executable="spawner",
-             arguments=["joint_state_broadcaster", "--controller-manager", "/controller_manager"]),
+             arguments=["joint_state_broadcaster", "--controller-manager",
+                        f"{ns}/controller_manager"]),
         Node(package="controller_manager", executable="spawner",
-             arguments=["effort_controller", "--controller-manager", "/controller_manager"]),
+             arguments=["effort_controller", "--controller-manager", f"{ns}/controller_manager"]),
         Node(package=PACKAGE, executable="computed_torque_controller",
              name="computed_torque_controller", output="screen",
              parameters=[share("config", "controller.yaml"), model, sim_time]),
@@ -73,13 +80,13 @@ def _nodes(context):
                         *(arm if not value("description") else []),
                         model, {"command_type": "joint_state", "synchronous": False,
                                 "publish_clock": sim_time["use_sim_time"]}],
-            remappings=[("/robot_joint_commands", topics["joint_commands_topic"]),
-                        ("/robot_joint_states", topics["joint_states_topic"])]))
+            remappings=[("robot_joint_commands", topics["joint_commands_topic"]),
+                        ("robot_joint_states", topics["joint_states_topic"])]))
     if is_true(value("gui")):  # robot_state_publisher runs already, above
         found, missing = installed(gui_nodes(description, sim_time["use_sim_time"],
                                              state_publisher=False))
         nodes += [Node(**spec) for spec in found] + [LogInfo(msg=line) for line in missing]
-    return nodes
+    return in_namespace(ns, nodes)
 
 
 def generate_launch_description():
@@ -90,10 +97,14 @@ def generate_launch_description():
                               description="ros2_control hardware taking effort commands"),
         DeclareLaunchArgument("controllers", default_value="",
                               description="controller_manager YAML (config/ros2_controllers.yaml)"),
-        DeclareLaunchArgument("joint_commands_topic", default_value="/robot_joint_commands",
-                              description="the topic-based plugin's command topic"),
-        DeclareLaunchArgument("joint_states_topic", default_value="/robot_joint_states",
-                              description="the topic-based plugin's state topic"),
+        DeclareLaunchArgument("joint_commands_topic", default_value="",
+                              description="the topic-based plugin's command topic "
+                                          "(default: /robot_joint_commands in the namespace)"),
+        DeclareLaunchArgument("joint_states_topic", default_value="",
+                              description="the topic-based plugin's state topic "
+                                          "(default: /robot_joint_states in the namespace)"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="the arm's namespace (several arms on one graph)"),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
         DeclareLaunchArgument("gui", default_value="false", description="start RViz"),
         OpaqueFunction(function=_nodes),

@@ -2,7 +2,7 @@
 
     ros2 launch dyn_control sim.launch.py [arm:=default_arm|two_link|dual_arm] [urdf_file:=PATH]
         [sim_urdf_file:=PATH] [arm_params:=YAML] [use_sim_time:=true] [controller_params:=YAML]
-        [demo:=true] [gui:=false]
+        [demo:=true] [gui:=false] [namespace:=NS]
 
 The URDF (or xacro) reaches every node as the robot_description parameter. sim_urdf_file gives
 the simulator another model of the same joints (a "real arm" the controller does not know, to
@@ -12,6 +12,8 @@ make identify: its model is wrong by design. Parameter defaults
 come from config/*.yaml, the same files the test harness (harness/processes.py) passes.
 gui:=true also starts robot_state_publisher and RViz (rviz/dyn_control.rviz: the arm, TF and
 the controller's ~/markers); off by default, as a headless machine has no display for it.
+namespace:=left puts every node, topic, service, action and parameter of the arm under /left
+(left/computed_torque_controller on /diagnostics); /clock and /diagnostics stay global.
 """
 
 import os
@@ -23,8 +25,10 @@ from launch_ros.actions import Node
 from dyn_control.nodes.launch_support import (
     PACKAGE,
     gui_nodes,
+    in_namespace,
     installed,
     is_true,
+    namespace,
     real_arm_parameters,
     robot_description,
     share,
@@ -70,7 +74,7 @@ def _nodes(context):
     if is_true(LaunchConfiguration("gui").perform(context)):
         found, missing = installed(gui_nodes(description, sim_time))
         nodes += [Node(**spec) for spec in found] + [LogInfo(msg=line) for line in missing]
-    return nodes
+    return in_namespace(namespace(LaunchConfiguration("namespace").perform(context)), nodes)
 
 
 def generate_launch_description():
@@ -95,6 +99,8 @@ def generate_launch_description():
                               description="start trajectory_demo"),
         DeclareLaunchArgument("gui", default_value="false",
                               description="start robot_state_publisher and RViz"),
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="the arm's namespace (several arms on one graph)"),
         # Fast DDS over UDP loopback unless already chosen: its shared-memory transport can stall
         # delivery longer than the watchdogs allow (docs/failure_modes.md, "DDS transport")
         SetEnvironmentVariable("FASTDDS_BUILTIN_TRANSPORTS", EnvironmentVariable(

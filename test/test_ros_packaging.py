@@ -208,12 +208,12 @@ def test_ros2_control_xacro_has_the_same_dynamics_as_the_urdf():
 
 def test_ros2_controllers_yaml_matches_the_arm_and_the_effort_topic():
     conf = yaml.safe_load((CONFIG_DIR / "ros2_controllers.yaml").read_text())
-    manager = conf["controller_manager"]["ros__parameters"]
+    manager = conf["/**/controller_manager"]["ros__parameters"]  # in any namespace
     assert (manager["effort_controller"]["type"]
             == "forward_command_controller/ForwardCommandController")
     assert (manager["joint_state_broadcaster"]["type"]
             == "joint_state_broadcaster/JointStateBroadcaster")
-    effort = conf["effort_controller"]["ros__parameters"]
+    effort = conf["/**/effort_controller"]["ros__parameters"]
     assert effort["interface_name"] == "effort"
     # the order of the effort command is the chain's (our controller's default `joints`)
     assert effort["joints"] == load_chain(URDF_DIR / "default_arm.urdf").joint_names

@@ -26,8 +26,8 @@ from dyn_control.nodes.params import StartupError, declare_parameters, read_para
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import CARTESIAN_DEMO
 
-CONTROLLER = "/computed_torque_controller"
-SIMULATOR = "/dynamics_simulator"
+CONTROLLER = "computed_torque_controller"  # in this node's namespace
+SIMULATOR = "dynamics_simulator"
 
 
 class CartesianDemo(ProcessNode):
@@ -65,12 +65,13 @@ class CartesianDemo(ProcessNode):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _heard_by(self, topic, node):
-        return any(info.node_name == node for info in self.get_subscriptions_info_by_topic(topic))
+        return any(info.node_name == node and info.node_namespace == self.get_namespace()
+                   for info in self.get_subscriptions_info_by_topic(topic))
 
     def _on_pose(self, msg):
         # the controller and the simulator listen (not only a recorder), then the circle starts
-        ready = (self._heard_by(f"{CONTROLLER}/target_pose", CONTROLLER[1:]) and
-                 self._heard_by(f"{SIMULATOR}/external_wrench", SIMULATOR[1:]))
+        ready = (self._heard_by(f"{CONTROLLER}/target_pose", CONTROLLER) and
+                 self._heard_by(f"{SIMULATOR}/external_wrench", SIMULATOR))
         if self.start is None and ready:
             o = msg.pose.orientation
             R = kinematics.quaternion_matrix(o.x, o.y, o.z, o.w)

@@ -63,7 +63,7 @@ class ComputedTorqueController(ProcessNode):
                      else lambda: clock.now().nanoseconds * 1e-9 or None)
         configure_from_model(self)
         # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
-        self.create_subscription(JointState, "/joint_states", self.on_joint_state,
+        self.create_subscription(JointState, "joint_states", self.on_joint_state,
                                  reliability(start))
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
         self.targets = CartesianTargets(self, self.topics, start.ee_links)

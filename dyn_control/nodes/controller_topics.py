@@ -20,7 +20,7 @@ class CommandTopics:
     """
 
     def __init__(self, node):
-        self.effort_pub = node.create_publisher(Float64MultiArray, "/effort_controller/commands",
+        self.effort_pub = node.create_publisher(Float64MultiArray, "effort_controller/commands",
                                                 10)
         # history 10: a subscriber that wants every sample keeps a deep queue of its own (the
         # recorder keeps 1000); resending a long history to a lagging one costs the loop CPU

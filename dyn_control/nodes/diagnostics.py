@@ -15,12 +15,13 @@ PERIOD = 1.0  # s of steady time between a node's /diagnostics, unless it asks o
 
 def publish_diagnostics(node, status, period=PERIOD, stamp=None):
     """/diagnostics (diagnostic_msgs/DiagnosticArray) every `period` s of steady time: one status
-    named after the node from status() -> (level "OK" | "WARN", message, {key: value}), or
-    nothing while status() is None. The header carries the time of the node's other messages:
-    stamp() in s (the simulator's simulated time), else the node's clock (/clock under
-    use_sim_time).
+    named after the node (status_name) from status() -> (level "OK" | "WARN", message,
+    {key: value}), or nothing while status() is None. The header carries the time of the
+    node's other messages: stamp() in s (the simulator's simulated time), else the node's clock
+    (/clock under use_sim_time).
     """
-    publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+    publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)  # one for all robots
+    name = status_name(node.get_fully_qualified_name())
 
     def publish():
         got = status()
@@ -33,11 +34,19 @@ def publish_diagnostics(node, status, period=PERIOD, stamp=None):
         else:
             set_stamp(msg.header.stamp, stamp())
         msg.status = [DiagnosticStatus(
-            level=_LEVELS[level], name=node.get_name(), message=message, hardware_id="dyn_control",
+            level=_LEVELS[level], name=name, message=message, hardware_id="dyn_control",
             values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])]
         publisher.publish(msg)
 
     node.create_timer(period, publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def status_name(node_name):
+    """The /diagnostics status name of a node (its fully qualified name): the name without the
+    leading slash, so "computed_torque_controller" in the root namespace and
+    "left/computed_torque_controller" in /left, the two arms' statuses apart on the one topic.
+    """
+    return node_name.lstrip("/")
 
 
 def read_diagnostics(msg):

@@ -32,7 +32,7 @@ from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import IDENTIFY
 from dyn_control.recording import BagWriter, read_states
 
-CONTROLLER = "/computed_torque_controller"
+CONTROLLER = "computed_torque_controller"  # in this node's namespace
 RUNS = ("excitation", "validation")
 
 
@@ -71,7 +71,7 @@ class Identifier(ProcessNode):
         # starved executor lost states from the sensor-data profile's 5 (gaps of 62 ms seen
         # under load). signals.prepare copes with the gaps that remain.
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
-        self.state_sub = self.create_subscription(JointState, "/joint_states", self.on_state,
+        self.state_sub = self.create_subscription(JointState, "joint_states", self.on_state,
                                                   qos, raw=True)
 
     def on_state(self, raw):

@@ -38,6 +38,26 @@ def real_arm_parameters():
     return {"substeps": REAL_ARM_SUBSTEPS}, {"external_torque.enabled": False}
 
 
+def namespace(text):
+    """A `namespace` launch argument -> its absolute form ("" for the root): "left", "/left"
+    and "/left/" are all "/left", so names built from it ("/left/controller_manager") hold.
+    """
+    parts = [part for part in text.strip().split("/") if part]
+    return "/" + "/".join(parts) if parts else ""
+
+
+def in_namespace(ns, actions):
+    """The launch actions under the namespace ns (namespace()'s form): every node's relative
+    topics, services, actions and parameters move there; /clock, /diagnostics and /tf, which
+    the nodes name absolutely, stay global.
+    """
+    if not ns:
+        return actions
+    from launch.actions import GroupAction
+    from launch_ros.actions import PushRosNamespace
+    return [GroupAction([PushRosNamespace(ns), *actions])]
+
+
 def is_true(text):
     """A launch argument given as text -> bool."""
     return text.lower() == "true"

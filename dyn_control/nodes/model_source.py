@@ -1,7 +1,7 @@
 """Where a node's model comes from: the `robot_description` parameter (URDF text, as launch
 files pass it), else the `urdf_file` parameter (a path, .xacro works), else the
-/robot_description topic (std_msgs/String, transient local, as robot_state_publisher publishes
-it). A bad model stops the node with one line (StartupError).
+robot_description topic in the node's namespace (std_msgs/String, transient local, as
+robot_state_publisher publishes it). A bad model stops the node with one line (StartupError).
 """
 
 import numpy as np
@@ -71,4 +71,4 @@ def configure_from_model(node):
 
     qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
-    node.create_subscription(String, "/robot_description", on_description, qos)
+    node.create_subscription(String, "robot_description", on_description, qos)

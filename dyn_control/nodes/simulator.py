@@ -62,15 +62,15 @@ class DynamicsSimulator(ProcessNode):
         # default topics (a reliable publisher reaches its best-effort reader too)
         self.by_name = start.command_type == "joint_state"
         self.state_pub = self.create_publisher(
-            JointState, "/robot_joint_states" if self.by_name else "/joint_states", 10)
+            JointState, "robot_joint_states" if self.by_name else "joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.truth_pub = self.create_publisher(JointState, "~/applied_external_joint_torques", 10)
         configure_from_model(self)
         if self.by_name:
-            self.create_subscription(JointState, "/robot_joint_commands", self.on_joint_command,
+            self.create_subscription(JointState, "robot_joint_commands", self.on_joint_command,
                                      reliability(start))
         else:
-            self.create_subscription(Float64MultiArray, "/effort_controller/commands",
+            self.create_subscription(Float64MultiArray, "effort_controller/commands",
                                      self.on_command, reliability(start))
         self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)

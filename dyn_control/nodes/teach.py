@@ -1,6 +1,6 @@
 """`ros2 run dyn_control teach`: show the arm a motion by hand, then play it back.
 
-    teach [--controller /computed_torque_controller] [--seconds S] [--mode computed_torque]
+    teach [--controller computed_torque_controller] [--seconds S] [--mode computed_torque]
     teach --replay BAG [--controller ...]
 
 Without --replay: sets the controller's `mode` to teach (gravity and friction compensation,
@@ -32,7 +32,7 @@ class TeachClient:
     every one while `keep` is set (times, positions), and the controller's /diagnostics.
     """
 
-    def __init__(self, node, controller="/computed_torque_controller"):
+    def __init__(self, node, controller="computed_torque_controller"):
         from diagnostic_msgs.msg import DiagnosticArray
         from rcl_interfaces.srv import SetParameters
         from rclpy.action import ActionClient
@@ -40,7 +40,7 @@ class TeachClient:
         from std_srvs.srv import SetBool
 
         from dyn_control.nodes import trajectory_action
-        from dyn_control.nodes.diagnostics import read_diagnostics
+        from dyn_control.nodes.diagnostics import read_diagnostics, status_name
 
         self.node, self.controller = node, controller.rstrip("/")
         self.lock = threading.Lock()
@@ -59,13 +59,14 @@ class TeachClient:
                     self.kept.append(self.latest)
 
         def on_diagnostics(msg):
-            name = self.controller.split("/")[-1]
             found = read_diagnostics(msg)
             if name in found:
                 with self.lock:
                     self.status = found[name]
 
-        node.create_subscription(JointState, "/joint_states", on_state, 10)
+        # a relative controller name is in this node's namespace, as its topics
+        name = status_name(node.resolve_service_name(self.controller, only_expand=True))
+        node.create_subscription(JointState, "joint_states", on_state, 10)
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
 
     def _wait(self, future, timeout, what):
@@ -173,7 +174,9 @@ class TeachClient:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="teach", description=__doc__.split("\n")[0])
-    parser.add_argument("--controller", default="/computed_torque_controller")
+    parser.add_argument("--controller", default="computed_torque_controller",
+                        help="the controller's name, in the namespace given by --ros-args -r "
+                             "__ns:=/NS unless it starts with /")
     parser.add_argument("--seconds", type=float, default=None,
                         help="how long to record (default: until Enter)")
     parser.add_argument("--mode", default="computed_torque",

@@ -24,7 +24,7 @@ from dyn_control.nodes.params import StartupError, declare_parameters, read_para
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.parameters import TRAJECTORY_DEMO
 
-CONTROLLER = "/computed_torque_controller"
+CONTROLLER = "computed_torque_controller"  # in this node's namespace
 
 
 class TrajectoryDemo(ProcessNode):
@@ -87,7 +87,7 @@ class TrajectoryDemo(ProcessNode):
             return
         self._poll.cancel()
         # sensor-data QoS (best effort) matches reliable and best-effort publishers alike
-        self.state_sub = self.create_subscription(JointState, "/joint_states", self.on_state,
+        self.state_sub = self.create_subscription(JointState, "joint_states", self.on_state,
                                                   qos_profile_sensor_data)
 
     def on_state(self, msg):

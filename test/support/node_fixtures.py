@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from conftest import CONFIG_DIR, URDF_DIR
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
@@ -16,6 +15,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from dyn_control.nodes import messages  # noqa: E402
 from dyn_control.nodes.controller import ComputedTorqueController  # noqa: E402
+from harness.processes import node_parameters  # noqa: E402
 
 ARM = str(URDF_DIR / "default_arm.urdf")
 
@@ -27,7 +27,8 @@ Q = np.array([0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0])
 
 
 def config_overrides(name, node):
-    params = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())[node]["ros__parameters"]
+    params = node_parameters(CONFIG_DIR / f"{name}.yaml", node)
+    assert params, f"config/{name}.yaml gives {node} nothing"
     return [Parameter(k, value=v) for k, v in params.items()]
 
 
