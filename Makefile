@@ -91,7 +91,8 @@ sweep: $(VENV)/.test $(VENV)/.control_msgs
 bench: $(VENV)/.test
 	$(PY) bench/bench_dynamics.py
 
-# the 1 kHz loop: our controller against a relay that does no work (about 4 minutes)
+# the 1 kHz loop: our controller against a relay that does no work, then beside other loops
+# in the same domain (about 7 minutes)
 bench-loop: $(VENV)/.runtime
 	$(PY) bench/bench_loop.py
 

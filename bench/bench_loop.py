@@ -20,7 +20,11 @@ row and 1.60 on the next here). At the --limits-off rates, each mode has an even
 third node runs without its limits (limits.enabled false): the guard stage's share. Every node
 has walls set far out, so that the Cartesian modes and teach pay for checking them; the states
 are at rest, away from every limit, so what is measured is the check each tick pays, not a
-barrier at work.
+barrier at work. With --loops 2 3 (the default), the computed_torque events row at the highest
+rate is repeated with one and two more loops running in the same ROS domain beside it, each a
+simulator running free at 1 kHz, as hardware, and a controller under a namespace of its own
+(/loop2, /loop3): what other arms on the graph cost the first one's deadlines and compute
+time, against the row without them in the same run.
 
 Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
 of states to one, then to the other (the relay listens on its own state topic). A drift of
@@ -178,11 +182,39 @@ def node_name(variant):
     return f"controller_{variant}"  # its /diagnostics name
 
 
+def other_loops(count, log_dir, domain, probe):
+    """`count` more closed loops in the domain, each a simulator running free at 1 kHz and a
+    controller, under /loop2, /loop3, ...; -> their ProcessSet, once each controller reports
+    ticks.
+    """
+    urdf, _ = processes.arm_files("default_arm")
+    nodes = processes.ProcessSet()
+    for k in range(2, count + 2):
+        moved = {"__ns": f"/loop{k}"}
+        # free running on the wall clock, as hardware: no /clock of its own on the graph
+        nodes.start("dynamics_simulator", [processes.config("simulator")],
+                    {"urdf_file": str(urdf), "synchronous": False, "publish_clock": False},
+                    remaps=moved, log_dir=log_dir / f"loop{k}", domain_id=domain)
+        nodes.start("computed_torque_controller", [processes.config("controller")],
+                    {"urdf_file": str(urdf)}, remaps=moved, log_dir=log_dir / f"loop{k}",
+                    domain_id=domain)
+    deadline = time.monotonic() + 60
+    for k in range(2, count + 2):
+        while probe.diagnostics.get(f"loop{k}/computed_torque_controller", (0, {}))[1].get(
+                "ticks", 0) <= 0:
+            if time.monotonic() > deadline:
+                nodes.stop()
+                raise TimeoutError(f"the loop under /loop{k} did not start")
+            time.sleep(0.1)
+    return nodes
+
+
 def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="computed_torque",
-            variant=None):
+            variant=None, loops=1):
     """One row: relay and controller side by side -> {"relay": figures, "controller": figures},
     and with a variant (VARIANTS), its figures under its name: the same controller with its
-    parameters, in the same turns.
+    parameters, in the same turns. loops: with the row's, the closed loops in the domain
+    (other_loops), their exit codes under "other_loops".
     """
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos}
@@ -205,8 +237,11 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
             log_dir=log_dir, domain_id=domain,
             argv=[processes.executable("computed_torque_controller")])
     probe = Probe(list(nodes))
+    others = processes.ProcessSet()
     try:
         probe.wait_ready()
+        if loops > 1:
+            others = other_loops(loops - 1, pathlib.Path(log_dir), domain, probe)
         result = probe.run(rate, seconds)
         after = time.monotonic()
         status = {name: probe.diagnostics_after(node, after) for name, node in
@@ -215,8 +250,11 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
     finally:
         probe.close()
         codes = {name: node.stop() for name, node in nodes.items()}
+        other_codes = others.stop()
     for name, code in codes.items():
         result[name]["exit_code"] = code
+    if loops > 1:
+        result["other_loops"] = other_codes
     for name, values in status.items():  # a controller's own compute time, its last 5000 ticks
         if values is not None:
             for key in ("compute_p50_us", "compute_p99_us", "observe_p50_us", "observe_p99_us"):
@@ -251,6 +289,9 @@ def main():
     parser.add_argument("--limits-off", type=float, nargs="*", default=[1000],
                         help="rates at which each mode's events row runs the controller without "
                              "its limits (limits.enabled false) in the same turns (their cost)")
+    parser.add_argument("--loops", type=int, nargs="*", default=[2, 3],
+                        help="repeat the computed_torque events row at the highest rate with "
+                             "this many closed loops in the domain (theirs beside it)")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
     args = parser.parse_args()
     rclpy.init(domain_id=args.domain)
@@ -261,17 +302,19 @@ def main():
         # the limits' share: each mode's events row at these rates, beside a node without them
         cases = [(executor, rate, "computed_torque",
                   "without_observer" if executor == "events" and rate in args.observer_off
-                  else None)
+                  else None, 1)
                  for executor in args.executors for rate in args.rates]
-        cases += [("events", rate, "cartesian_impedance", None) for rate in args.cartesian]
-        cases += [("events", rate, mode, "without_limits") for mode in MODES
+        cases += [("events", rate, "cartesian_impedance", None, 1) for rate in args.cartesian]
+        cases += [("events", rate, mode, "without_limits", 1) for mode in MODES
                   for rate in args.limits_off]
-        for executor, rate, mode, variant in cases:
+        cases += [("events", max(args.rates), "computed_torque", None, loops)
+                  for loops in args.loops if loops > 1]
+        for executor, rate, mode, variant, loops in cases:
             result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos, mode,
-                             variant)
+                             variant, loops)
             relay, ours = result["relay"], result["controller"]
-            rows.append({"executor": executor, "rate_hz": rate, "mode": mode, **result,
-                         "p50_ratio": ours["p50_us"] / relay["p50_us"]})
+            rows.append({"executor": executor, "rate_hz": rate, "mode": mode, "loops": loops,
+                         **result, "p50_ratio": ours["p50_us"] / relay["p50_us"]})
             print_row(rows[-1], header=len(rows) == 1)
     finally:
         rclpy.try_shutdown()
@@ -292,6 +335,8 @@ def print_row(row, header):
     modes = {"cartesian_impedance": " (cartesian)", "feedforward": " (ff)",
              "gravity_pd": " (gpd)", "teach": " (teach)"}
     label = row["executor"] + modes.get(row.get("mode"), "")
+    if row.get("loops", 1) > 1:
+        label += f" ({row['loops']} loops)"
     for name, suffix in (("controller", ""), ("without_observer", " -obs"),
                          ("without_limits", " -lim")):
         if name not in row:
@@ -317,6 +362,8 @@ def check_targets(rows):
     print("\ntargets:")
     for row in rows:
         label = f"{row['executor']} {row['mode']} {row['rate_hz']:.0f} Hz"
+        if row.get("loops", 1) > 1:
+            label += f", {row['loops']} loops in the domain"
         ours, relay = row["controller"], row["relay"]
         checks = []
         if row["rate_hz"] == 1000:
@@ -344,6 +391,18 @@ def check_targets(rows):
                   f"{ours.get('observe_p99_us', np.nan):.1f} us")
         for text, value, ok in checks:
             print(f"  [{'met' if ok else 'MISSED'}] {label}: {text}: {value:.2f}")
+    alone = next((row for row in rows if row["executor"] == "events" and row["mode"] ==
+                  "computed_torque" and row.get("loops", 1) == 1 and
+                  row["rate_hz"] == max(r["rate_hz"] for r in rows)), None)
+    for row in rows:
+        if row.get("loops", 1) > 1 and alone is not None:
+            # not a target: what the other loops cost this one, on this machine's cores
+            ours, first = row["controller"], alone["controller"]
+            print(f"  [info] {row['loops']} loops in the domain, the first one's: deadlines met "
+                  f"{100 * ours['deadline_met']:.2f} % (alone {100 * first['deadline_met']:.2f} "
+                  f"%), compute p99 {ours.get('compute_p99_us', np.nan):.1f} us, "
+                  f"{ours.get('compute_p99_us', np.nan) / first.get('compute_p99_us', np.nan):.2f}"
+                  f"x alone's")
 
 
 if __name__ == "__main__":

@@ -37,27 +37,33 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
 def test_loop_bench_quick_run_times_every_mode_with_and_without_its_limits(tmp_path):
     # short rows over DDS in their own domain: the joint mode's with the controller without its
     # observer as a third node in the same turns, then each mode's with the controller without
-    # its limits as the third node. Every node gets states and answers, exits 0 on Ctrl-C, and
-    # the controllers report their compute time (and the observe stage's, where it runs). How
-    # many states are sent and answered is the machine's figure, not asserted: with two CPU
-    # hogs beside the suite the controller answered 444 of 501.
+    # its limits as the third node, then the joint mode's beside a second closed loop. Every
+    # node gets states and answers, exits 0 on Ctrl-C, and the controllers report their compute
+    # time (and the observe stage's, where it runs). How many states are sent and answered is
+    # the machine's figure, not asserted: with two CPU hogs beside the suite the controller
+    # answered 444 of 501.
     pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
     out = tmp_path / "loop.json"
     res = subprocess.run([sys.executable, str(PACKAGE_DIR / "bench" / "bench_loop.py"),
                           "--executors", "events", "--rates", "250", "--cartesian",
-                          "--observer-off", "250", "--limits-off", "250",
+                          "--observer-off", "250", "--limits-off", "250", "--loops", "2",
                           "--seconds", "4", "--domain", "66", "--json", str(out)],
                          capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stderr
     assert "p50 ratio" in res.stdout and "targets:" in res.stdout
     rows = json.loads(out.read_text())
     assert [r["mode"] for r in rows] == ["computed_torque", "computed_torque", "feedforward",
-                                         "gravity_pd", "cartesian_impedance", "teach"]
+                                         "gravity_pd", "cartesian_impedance", "teach",
+                                         "computed_torque"]
+    assert [r["loops"] for r in rows] == [1] * 6 + [2]
     check_loop_row(rows[0], ("relay", "controller", "without_observer"))
     assert 0 < rows[0]["controller"]["observe_p50_us"] <= rows[0]["controller"]["observe_p99_us"]
     assert "observe_p50_us" not in rows[0]["without_observer"]
-    for row in rows[1:]:
+    for row in rows[1:-1]:
         check_loop_row(row, ("relay", "controller", "without_limits"))
+    # beside a second closed loop under /loop2 in the same domain, which ran and stopped cleanly
+    check_loop_row(rows[-1])
+    assert rows[-1]["other_loops"] == {"computed_torque_controller": 0, "dynamics_simulator": 0}
 
 
 def check_loop_row(row, nodes=("relay", "controller")):
