@@ -521,6 +521,11 @@ SIMULATOR = Table(
     Param("command_timeout", 0.2, "s without a command before the effort drops to zero (0 = "
           "never): simulated s when synchronous, wall s when free running", run_time=False,
           low=0.0),
+    Param("command_sources", [""], "several controllers on one simulated robot: entries "
+          "`TOPIC: JOINT, JOINT, ...`, each a Float64MultiArray topic and the joints it claims, in "
+          "its command order; every simulated joint claimed once ([command "
+          "sources](simulator.md#several-command-sources))", run_time=False,
+          shown_default="one source, `effort_controller/commands` over `joints`"),
     Param("command_type", "float64_multi_array", "`float64_multi_array`: effort commands on "
           "`/effort_controller/commands`, states on `/joint_states`; `joint_state`: the peer of "
           "ros2_control's topic-based hardware (JointStateTopicSystem), efforts by name on "

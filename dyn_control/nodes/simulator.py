@@ -1,38 +1,39 @@
 """dynamics_simulator: integrates the arm's forward dynamics under the last effort command.
 
-Subscribes /effort_controller/commands (std_msgs/Float64MultiArray, `joints` order) and holds
-the last one, and ~/external_wrench (geometry_msgs/WrenchStamped: a push on the link named by
-frame_id, empty for the tip link, in base axes at the link's origin, until the next one; a zero
-wrench ends it; a stamp ahead of the simulated time holds it until then); publishes /joint_states
-(every chain joint: position, velocity, effort = applied torque) stamped with the simulation time,
-~/applied_external_joint_torques (JointState: name and effort, the joint torques J^T w that the push
-applied over the step before the state, with the state's stamp) with each state while a push acts
-and once more when it ends (zeros), and /clock when publish_clock is true. The simulated
-arm is dyn_control.sim.core; this node declares its parameters
+Subscribes effort_controller/commands (std_msgs/Float64MultiArray, `joints` order), or the
+topic of each of command_sources (its joints, in its order), and holds the last one, and
+~/external_wrench (geometry_msgs/WrenchStamped: a push on the link named by frame_id, empty for
+the tip link, in base axes at the link's origin, until the next one; a zero wrench ends it; a
+stamp ahead of the simulated time holds it until then); publishes joint_states (every chain
+joint: position, velocity, effort = applied torque) stamped with the simulation time,
+~/applied_external_joint_torques (JointState: name and effort, the joint torques J^T w that the
+push applied over the step before the state, with the state's stamp) with each state while a
+push acts and once more when it ends (zeros), and /clock when publish_clock is true. The
+simulated arm is dyn_control.sim.core; this node declares its parameters
 (dyn_control.parameters.SIMULATOR), runs the stepping thread and moves messages.
 
 The thread steps at most real_time_factor times as fast as the wall clock (0: as fast as it
 can; its thread is stepper.py). Two ways to meet the controller:
 - synchronous (default), as Gazebo and MuJoCo run ros2_control: after publishing a state it
-  waits for the command that answers it, then steps. A slow machine lowers the real-time
-  factor instead of missing deadlines. After sync_timeout s of wall time without an answer (a
-  dead controller, or a stall of its process on a busy machine) it steps
-  on the last command and counts a miss, so a dead controller still lets time run, one step
-  per sync_timeout. It never runs ahead of a stalled controller.
+  waits for the command that answers it (from every command source), then steps. A slow
+  machine lowers the real-time factor instead of missing deadlines. After sync_timeout s of
+  wall time without an answer (a dead controller, or a stall of its process on a busy
+  machine) it steps on the last command and counts a miss, so a dead controller still lets
+  time run, one step per sync_timeout. It never runs ahead of a stalled controller.
 - free running (synchronous false), like hardware: it steps on the wall clock and never waits.
 With wait_for_command (default) the joints stay braked, time running, until the first effort
-command, so the arm does not fall while the controller starts.
+command (from every source), so the arm does not fall while the controller starts.
 """
 
 import time
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
+from rclpy.exceptions import InvalidTopicNameException
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from dyn_control.model.chain import to_chain_order
 from dyn_control.nodes import messages
 from dyn_control.nodes.diagnostics import log_events, publish_diagnostics
 from dyn_control.nodes.model_source import build_chain, configure_from_model
@@ -65,13 +66,11 @@ class DynamicsSimulator(ProcessNode):
             JointState, "robot_joint_states" if self.by_name else "joint_states", 10)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.truth_pub = self.create_publisher(JointState, "~/applied_external_joint_torques", 10)
+        self.qos = reliability(start)  # of the commands' subscriptions, made in configure
         configure_from_model(self)
         if self.by_name:
             self.create_subscription(JointState, "robot_joint_commands", self.on_joint_command,
-                                     reliability(start))
-        else:
-            self.create_subscription(Float64MultiArray, "effort_controller/commands",
-                                     self.on_command, reliability(start))
+                                     self.qos)
         self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)
         publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
@@ -81,9 +80,17 @@ class DynamicsSimulator(ProcessNode):
         chain, self.order = build_chain(self, source)
         try:
             p = read_parameters(self, SIMULATOR, chain, self.order)
-            core = SimulatorCore(chain, simulator_settings(chain, p))
+            core = SimulatorCore(chain, simulator_settings(chain, p, self.order))
         except ValueError as err:
             raise StartupError(f"parameter {err}") from err
+        if not self.by_name:  # each command source claims its joints (command_sources)
+            for k, (topic, _) in enumerate(core.settings.sources):
+                try:
+                    self.create_subscription(Float64MultiArray, topic,
+                                             lambda msg, k=k: self.on_command(msg, k), self.qos)
+                except InvalidTopicNameException as err:
+                    raise StartupError(f"parameter command_sources: '{topic}' is no topic name: "
+                                       f"{err}") from err
         self.publish_clock = bool(p.publish_clock)
         self.state_msg = messages.JointStateWriter(chain.joint_names)
         self.truth_msg = messages.JointStateWriter(chain.joint_names, ("effort",))
@@ -107,15 +114,18 @@ class DynamicsSimulator(ProcessNode):
             self.core.set_model(payload_model(self.core.chain, read_parameters(
                 self, SIMULATOR, changes=changes)))
 
-    def on_command(self, msg):
+    def on_command(self, msg, source=0):
+        """An effort command from command source `source`, in its joints' order."""
         if self.core is None:
             return
+        topic, joints = self.core.settings.sources[source]
         try:
-            tau = messages.read_effort_command(msg, self.core.chain.n)
+            tau = messages.read_effort_command(msg, len(joints))
         except messages.BadMessage as err:
-            self.get_logger().warning(f"command dropped: {err}", throttle_duration_sec=1.0)
+            self.get_logger().warning(f"command on {topic} dropped: {err}",
+                                      throttle_duration_sec=1.0)
             return
-        self._take(to_chain_order(tau, self.order))
+        self._take(tau, source)
 
     def on_joint_command(self, msg):
         """An effort command by name (command_type joint_state)."""
@@ -128,9 +138,10 @@ class DynamicsSimulator(ProcessNode):
             return
         self._take(tau)
 
-    def _take(self, tau):
-        self.core.on_command(time.monotonic(), tau)
-        self.stepper.answered.set()
+    def _take(self, tau, source=None):
+        self.core.on_command(time.monotonic(), tau, source)
+        if self.core.answered:  # every source answered the state: the synchronous step may go
+            self.stepper.answered.set()
         self.log_events()
 
     def log_events(self):

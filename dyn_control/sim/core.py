@@ -39,12 +39,49 @@ class SimulatorSettings:
     arm_compensates_gravity: bool
     noise: np.ndarray  # sigma of q, qd and effort, on what is published
     seed: int
+    # (topic, chain indices of its joints in its command order) of each command source
+    sources: tuple = ()
 
 
-def simulator_settings(chain, p):
+DEFAULT_SOURCE = "effort_controller/commands"
+
+
+def command_sources(chain, entries, order):
+    """The `command_sources` parameter -> ((topic, chain indices in its order), ...); no entry:
+    one source, DEFAULT_SOURCE over `order` (the `joints` order). ValueError, naming the entry
+    or the joint, for an entry that is not `TOPIC: JOINT, ...`, an unknown joint, a joint
+    claimed twice, or a simulated joint that no source claims.
+    """
+    entries = [entry for entry in entries if entry.strip()]
+    if not entries:
+        return ((DEFAULT_SOURCE, np.asarray(order, dtype=np.int64)),)
+    sources, owner = [], {}
+    for entry in entries:
+        topic, _, names = entry.partition(":")
+        topic, names = topic.strip(), [name.strip() for name in names.split(",") if name.strip()]
+        if not topic or not names:
+            raise ValueError(f"command_sources: '{entry}' is not 'TOPIC: JOINT, JOINT, ...'")
+        for name in names:
+            if name not in chain.joint_names:
+                raise ValueError(f"command_sources: '{topic}' claims joint '{name}', which the "
+                                 f"simulated model does not have ({', '.join(chain.joint_names)})")
+            if name in owner:
+                raise ValueError(f"command_sources: joint '{name}' is claimed by both "
+                                 f"'{owner[name]}' and '{topic}'")
+            owner[name] = topic
+        sources.append((topic, np.array([chain.joint_names.index(n) for n in names])))
+    free = [name for name in chain.joint_names if name not in owner]
+    if free:
+        raise ValueError(f"command_sources: no source claims joint '{free[0]}' (every simulated "
+                         f"joint needs one)")
+    return tuple(sources)
+
+
+def simulator_settings(chain, p, order=None):
     """SimulatorSettings from the simulator's parameters as SIMULATOR.read gives them for the
-    chain's joints (per-joint values in chain order; the node has run the table's checks).
-    ValueError names the parameter.
+    chain's joints (per-joint values in chain order; the node has run the table's checks), and
+    order: the command order of `joints` (chain indices; default the chain's). ValueError names
+    the parameter.
     """
     q0 = p.initial_positions
     if q0 is not None:
@@ -60,6 +97,11 @@ def simulator_settings(chain, p):
     if p.command_type == "joint_state" and p.synchronous:
         raise ValueError("synchronous must be false with command_type joint_state: "
                          "controller_manager runs on its own clock, with no lockstep")
+    if p.command_type == "joint_state" and any(e.strip() for e in p.command_sources):
+        raise ValueError("command_sources must be empty with command_type joint_state: "
+                         "the topic-based hardware sends every joint's command by name")
+    sources = command_sources(chain, p.command_sources,
+                              np.arange(chain.n) if order is None else order)
     model = payload_model(chain, p)
     limits = effort_limits(chain, p.effort_limits)
     return SimulatorSettings(
@@ -70,11 +112,16 @@ def simulator_settings(chain, p):
         command_timeout=p.command_timeout, arm_compensates_gravity=bool(
             p.arm_compensates_gravity),
         noise=np.array([p.noise.position, p.noise.velocity, p.noise.effort], dtype=float),
-        seed=int(p.noise.seed))
+        seed=int(p.noise.seed), sources=sources)
 
 
 class SimulatorCore(Events):
-    """The simulation, the last command, brakes, the command timeout and deadline accounting."""
+    """The simulation, the last command of each command source, brakes, the command timeout
+    and deadline accounting. With several sources, each writes its own joints; the brakes hold
+    the arm until every source has sent a command (a joint whose controller has not started
+    would fall); a state counts as answered once every source has answered it; a source silent
+    for command_timeout gets its joints' effort zeroed, alone.
+    """
 
     def __init__(self, chain, settings):
         super().__init__()
@@ -82,11 +129,17 @@ class SimulatorCore(Events):
         s = self.settings = settings
         self.sim = Simulation(s.model, s.q0, s.dt, s.limits, s.integrator,
                               s.substeps, s.arm_compensates_gravity)
-        self.command = np.zeros(chain.n)
-        self.braked = s.braked  # released by the first command
+        self.command = np.zeros(chain.n)  # replaced whole, never written in place: the stepping
+        # thread reads it while the message thread takes a command
+        self.braked = s.braked  # released once every source has commanded
         self.command_seen = None  # when the last command came: sim time if synchronous
-        self.timed_out = False
-        self.answered = False  # a command came since the last published state
+        self.timed_out = False  # a source is silent past command_timeout
+        self.answered = False  # every source answered since the last published state
+        k = len(s.sources)
+        self.source_seen = [None] * k  # when each source last commanded
+        self.heard = np.zeros(k, dtype=bool)  # each source's answer to the last state
+        self.silent = np.zeros(k, dtype=bool)  # each source past command_timeout
+        self.source_missed = np.zeros(k, dtype=np.int64)  # states each one left unanswered
         self.states = 0  # states published while commands were expected
         self.missed = 0  # of those, states no new command answered in time
         self.timeouts = 0
@@ -139,19 +192,38 @@ class SimulatorCore(Events):
     def _clock(self, now):
         return self.sim.t if self.settings.synchronous else now
 
-    def on_command(self, now, tau):
-        """A good effort command, chain order."""
-        self.command = tau
-        self.command_seen = self._clock(now)
-        self.answered = True
+    def on_command(self, now, tau, source=None):
+        """A good effort command: from command source `source` (an index of
+        settings.sources), in its joints' order; None: every joint's, chain order, standing for
+        every source (the topic-based hardware's command by name).
+        """
+        sources = range(len(self.heard)) if source is None else (source,)
+        if source is None:
+            self.command = tau
+        else:
+            command = self.command.copy()
+            command[self.settings.sources[source][1]] = tau
+            self.command = command
+        clock = self._clock(now)
+        for k in sources:
+            self.source_seen[k] = clock
+            self.heard[k] = True
+            if self.silent[k]:
+                self.silent[k] = False
+                self._say("warning", f"effort commands{self._from(k)} are back at t = "
+                          f"{self.sim.t:.3f} s")
+        self.command_seen = clock
+        self.answered = bool(self.heard.all())
+        self.timed_out = bool(self.silent.any())
         if self.pace is None:
             self.pace = (now, self.sim.t)
-        if self.timed_out:
-            self.timed_out = False
-            self._say("warning", f"effort commands are back at t = {self.sim.t:.3f} s")
-        if self.braked:
+        if self.braked and all(seen is not None for seen in self.source_seen):
             self.braked = False
             self._say("info", f"first command at t = {self.sim.t:.3f} s: brakes released")
+
+    def _from(self, k):
+        """' from TOPIC' when there are several sources, else nothing."""
+        return f" from {self.settings.sources[k][0]}" if len(self.heard) > 1 else ""
 
     def step(self, now):
         """One dt: braked, or under the last command (zero after command_timeout), with the
@@ -171,22 +243,30 @@ class SimulatorCore(Events):
 
     def _check_command_timeout(self, now):
         timeout = self.settings.command_timeout
-        if timeout <= 0 or self.command_seen is None or self.timed_out:
+        if timeout <= 0 or self.command_seen is None:
             return
-        silent = self._clock(now) - self.command_seen
-        if silent > timeout:
-            self.timed_out = True
-            self.timeouts += 1
-            self.command = np.zeros(self.chain.n)
-            self._say("warning", f"no effort command for {silent:.3f} s (command_timeout "
-                      f"{timeout} s): zero effort, the arm falls as hardware would")
+        for k, seen in enumerate(self.source_seen):
+            if seen is None or self.silent[k]:
+                continue
+            silent = self._clock(now) - seen
+            if silent > timeout:
+                self.silent[k], self.timed_out = True, True
+                self.timeouts += 1
+                command = self.command.copy()
+                command[self.settings.sources[k][1]] = 0.0
+                self.command = command
+                self._say("warning", f"no effort command{self._from(k)} for {silent:.3f} s "
+                          f"(command_timeout {timeout} s): zero effort, the arm falls as "
+                          f"hardware would")
 
     def published(self, now):
         """A state went out: count it, and whether the one before got its answer."""
         if self.command_seen is not None:
             self.states += 1
             self.missed += not self.answered
+            self.source_missed += ~self.heard
         self.answered = False
+        self.heard[:] = False
         if self.sim.t >= self._next_report and self.states:
             self._next_report = self.sim.t + REPORT_EVERY
             self._say("info", self.deadline_report(now))
@@ -205,6 +285,10 @@ class SimulatorCore(Events):
             "stop_steps": self.sim.stop_steps}
         if self.overloads:
             values["start_pose_not_held"] = "; ".join(self.overloads)
+        if len(self.heard) > 1:  # which controller leaves states unanswered
+            values["missed_by_source"] = "; ".join(
+                f"{topic}: {int(n)}" for (topic, _), n in zip(self.settings.sources,
+                                                              self.source_missed))
         return ("WARN" if self.timed_out or self.sim.blowups or self.overloads else "OK",
                 message, values)
 
