@@ -20,6 +20,7 @@ from dyn_control.nodes.launch_support import (
     in_namespace,
     is_true,
     namespace,
+    namespace_argument,
     robot_description,
     share,
 )
@@ -52,7 +53,6 @@ def generate_launch_description():
         DeclareLaunchArgument("state_topic", default_value="joint_states"),
         DeclareLaunchArgument("controller_params", default_value=""),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
-        DeclareLaunchArgument("namespace", default_value="",
-                              description="the arm's namespace (several arms on one graph)"),
+        namespace_argument(),
         OpaqueFunction(function=_controller),
     ])

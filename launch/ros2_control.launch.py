@@ -37,6 +37,7 @@ from dyn_control.nodes.launch_support import (
     installed,
     is_true,
     namespace,
+    namespace_argument,
     robot_description,
     share,
 )
@@ -103,8 +104,7 @@ def generate_launch_description():
         DeclareLaunchArgument("joint_states_topic", default_value="",
                               description="the topic-based plugin's state topic "
                                           "(default: /robot_joint_states in the namespace)"),
-        DeclareLaunchArgument("namespace", default_value="",
-                              description="the arm's namespace (several arms on one graph)"),
+        namespace_argument(),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
         DeclareLaunchArgument("gui", default_value="false", description="start RViz"),
         OpaqueFunction(function=_nodes),

@@ -29,6 +29,7 @@ from dyn_control.nodes.launch_support import (
     installed,
     is_true,
     namespace,
+    namespace_argument,
     real_arm_parameters,
     robot_description,
     share,
@@ -99,8 +100,7 @@ def generate_launch_description():
                               description="start trajectory_demo"),
         DeclareLaunchArgument("gui", default_value="false",
                               description="start robot_state_publisher and RViz"),
-        DeclareLaunchArgument("namespace", default_value="",
-                              description="the arm's namespace (several arms on one graph)"),
+        namespace_argument(),
         # Fast DDS over UDP loopback unless already chosen: its shared-memory transport can stall
         # delivery longer than the watchdogs allow (docs/failure_modes.md, "DDS transport")
         SetEnvironmentVariable("FASTDDS_BUILTIN_TRANSPORTS", EnvironmentVariable(

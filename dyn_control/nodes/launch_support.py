@@ -46,6 +46,13 @@ def namespace(text):
     return "/" + "/".join(parts) if parts else ""
 
 
+def namespace_argument():
+    """The `namespace` launch argument every launch file declares."""
+    from launch.actions import DeclareLaunchArgument
+    return DeclareLaunchArgument("namespace", default_value="",
+                                 description="the arm's namespace (several arms on one graph)")
+
+
 def in_namespace(ns, actions):
     """The launch actions under the namespace ns (namespace()'s form): every node's relative
     topics, services, actions and parameters move there; /clock, /diagnostics and /tf, which

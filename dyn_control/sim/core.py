@@ -133,8 +133,6 @@ class SimulatorCore(Events):
         # thread reads it while the message thread takes a command
         self.braked = s.braked  # released once every source has commanded
         self.command_seen = None  # when the last command came: sim time if synchronous
-        self.timed_out = False  # a source is silent past command_timeout
-        self.answered = False  # every source answered since the last published state
         k = len(s.sources)
         self.source_seen = [None] * k  # when each source last commanded
         self.heard = np.zeros(k, dtype=bool)  # each source's answer to the last state
@@ -213,13 +211,21 @@ class SimulatorCore(Events):
                 self._say("warning", f"effort commands{self._from(k)} are back at t = "
                           f"{self.sim.t:.3f} s")
         self.command_seen = clock
-        self.answered = bool(self.heard.all())
-        self.timed_out = bool(self.silent.any())
         if self.pace is None:
             self.pace = (now, self.sim.t)
         if self.braked and all(seen is not None for seen in self.source_seen):
             self.braked = False
             self._say("info", f"first command at t = {self.sim.t:.3f} s: brakes released")
+
+    @property
+    def answered(self):
+        """Whether every source answered since the last published state."""
+        return bool(self.heard.all())
+
+    @property
+    def timed_out(self):
+        """Whether a source is silent past command_timeout."""
+        return bool(self.silent.any())
 
     def _from(self, k):
         """' from TOPIC' when there are several sources, else nothing."""
@@ -250,7 +256,7 @@ class SimulatorCore(Events):
                 continue
             silent = self._clock(now) - seen
             if silent > timeout:
-                self.silent[k], self.timed_out = True, True
+                self.silent[k] = True
                 self.timeouts += 1
                 command = self.command.copy()
                 command[self.settings.sources[k][1]] = 0.0
@@ -265,7 +271,6 @@ class SimulatorCore(Events):
             self.states += 1
             self.missed += not self.answered
             self.source_missed += ~self.heard
-        self.answered = False
         self.heard[:] = False
         if self.sim.t >= self._next_report and self.states:
             self._next_report = self.sim.t + REPORT_EVERY
