@@ -207,3 +207,27 @@ def test_an_arm_braked_past_the_first_command_is_not_read_as_contact(chain):
         effort = sim.tau.copy()
     assert not core.contact.collision and not core.contact.contact
     assert np.abs(core.contact.observer.r).max() < 1.0  # the contact level is 5 N m
+
+
+def test_a_held_state_lost_at_the_release_is_not_read_as_contact(chain):
+    """The controller answers three braked states, its command ramping in from zero (the soft
+    start from brakes), the simulator holds one more step, and that state is lost (the
+    subscription keeps the newest only): the next one comes 2 ms after the last seen, its
+    effort the command. Taking that effort for both steps reads the braked step's gravity as
+    a push: (g - c)(1 - e^(-2 K dt)) / 2, 0.33 N m on joint2 here, 21.67 N on Tiago++'s torso
+    (a collision). The observer starts again after a held state instead: nothing touches the
+    arm, so r stays at the trapezoid's error (3e-7 N m measured).
+    """
+    loop = Loop(chain)
+    core, sim, zero = loop.core, loop.sim, np.zeros(7)
+    for _ in range(3):
+        command = core.update(sim.t, (sim.t, sim.q.copy(), sim.qd.copy()), zero)
+        sim.hold()
+    sim.step(command.tau)  # released on the last command; the held state before it was lost
+    worst = 0.0
+    for _ in range(200):
+        command = core.update(sim.t, (sim.t, sim.q.copy(), sim.qd.copy()), sim.effort.copy())
+        worst = max(worst, np.abs(core.contact.observer.r).max())
+        sim.step(command.tau)
+    assert worst < 1e-5, worst
+    assert not core.contact.contact and not core.contact.collision
