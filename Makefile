@@ -1,5 +1,6 @@
 # dyn_control on a machine without ROS 2: everything runs from a local venv.
-#   make demo   closed-loop simulated arm (ARM=default_arm, two_link, dual_arm or a URDF path;
+#   make demo   closed-loop simulated arm (ARM=default_arm, two_link, dual_arm, two_arms (two arms,
+#               one world, one ROS graph) or a URDF path;
 #               MODE=cartesian or contact; TIP=link or JOINTS=j1,j2,... where the URDF has several limbs;
 #               VIEW=1: a live 3D view in the browser, http://localhost:VIEW_PORT (8080), until Ctrl-C)
 #   make test   the whole test suite (what CI runs)

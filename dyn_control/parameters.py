@@ -526,6 +526,12 @@ SIMULATOR = Table(
           "its command order; every simulated joint claimed once ([command "
           "sources](simulator.md#several-command-sources))", run_time=False,
           shown_default="one source, `effort_controller/commands` over `joints`"),
+    Param("robots", [""], "a world of several robots (one URDF: model.world): entries "
+          "`NAMESPACE: JOINT, JOINT, ...`, each robot's namespace and its joints, in its order; "
+          "each robot's states go on `NAMESPACE/joint_states` and, unless command_sources says "
+          "otherwise, its commands come on `NAMESPACE/effort_controller/commands`; every "
+          "simulated joint in one robot ([a world of robots](simulator.md#a-world-of-robots))",
+          run_time=False, shown_default="one robot: `joint_states` over every joint"),
     Param("command_type", "float64_multi_array", "`float64_multi_array`: effort commands on "
           "`/effort_controller/commands`, states on `/joint_states`; `joint_state`: the peer of "
           "ros2_control's topic-based hardware (JointStateTopicSystem), efforts by name on "

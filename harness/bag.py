@@ -48,24 +48,34 @@ def cartesian_topics(ee_links=None, names=("current_pose", "target_pose")):
 DEPTH = 5000  # messages a reader keeps: seconds of 1 kHz topics for a recorder that falls behind
 
 
+def namespaced(namespaces, topics=TOPICS):
+    """A run of several arms' topics: each of `topics` under each namespace ("/left"), but
+    /clock, which is the graph's.
+    """
+    return {topic if topic == "/clock" else ns + topic: kind
+            for ns in namespaces for topic, kind in topics.items()}
+
+
 class BagTap:
     """Raw subscriptions of `node` to `topics` (topic -> message class; default TOPICS, a
     joint-space run's); `write(path)` makes the bag (module docstring) from the URDF text the
-    run used. readers: topic -> the recorder's callback(message), called as a typed
-    subscription would call it. `counts`: messages received per topic.
+    run used. `readers`: topic -> a recorder's callback(message), called as a typed
+    subscription would call it. `counts`: messages received per topic. Every topic named
+    .../joint_states (one per arm of a world) gives /tf.
     """
 
-    def __init__(self, node, urdf_text, readers=None, topics=None):
+    def __init__(self, node, urdf_text, topics=None):
         self.node, self.urdf_text = node, urdf_text
         self.topics = TOPICS if topics is None else topics
+        self.readers = {}
         self.rows = []  # (ns, topic, raw bytes), in arrival order
         self.qos = {}  # topic -> rosbags Qos of its publisher
         self.counts = dict.fromkeys(self.topics, 0)
         self.now_ns = 0
         for topic, kind in self.topics.items():
-            self._subscribe(kind, topic, (readers or {}).get(topic))
+            self._subscribe(kind, topic)
 
-    def _subscribe(self, kind, topic, callback):
+    def _subscribe(self, kind, topic):
         def on_raw(raw):
             if topic == "/clock":
                 clock = deserialize_message(raw, Clock).clock
@@ -74,6 +84,7 @@ class BagTap:
                 self.qos[topic] = self._offered(topic)
             self.rows.append((self.now_ns, topic, bytes(raw)))
             self.counts[topic] += 1
+            callback = self.readers.get(topic)
             if callback is not None:
                 callback(deserialize_message(raw, kind))
 
@@ -108,16 +119,18 @@ class BagTap:
             bag.write(first, store.serialize_cdr(description, "std_msgs/msg/String"),
                       connections["/robot_description"])
             written["/robot_description"] = 1
-            moving = None
-            for ns, topic, raw in self.rows:
+            states = [(ns, topic, deserialize_message(raw, JointState) if
+                       topic.endswith("/joint_states") else None) for ns, topic, raw in self.rows]
+            # the joints the states move (each arm's topic names its own): the rest are static
+            moving = {name for _, _, state in states if state is not None for name in state.name}
+            static = None
+            for (ns, topic, raw), (_, _, state) in zip(self.rows, states):
                 bag.write(ns, raw, connections[topic])
                 written[topic] = written.get(topic, 0) + 1
-                if topic != "/joint_states":
+                if state is None:
                     continue
-                state = deserialize_message(raw, JointState)
                 stamp = state.header.stamp
-                if moving is None:
-                    moving = list(state.name)
+                if static is None:
                     static = tf_message(types, transforms.static(moving), stamp)
                     bag.write(ns, store.serialize_cdr(static, "tf2_msgs/msg/TFMessage"),
                               connections["/tf_static"])

@@ -101,7 +101,8 @@ def _recorder(urdf_text=None):
             self.tap = None
             if urdf_text is not None:  # the run as a bag (harness.bag), on raw subscriptions
                 from .bag import BagTap
-                self.tap = BagTap(self, urdf_text, readers)
+                self.tap = BagTap(self, urdf_text)
+                self.tap.readers.update(readers)
             self.start()
 
         def close(self):

@@ -1,9 +1,12 @@
 """The closed-loop simulated arm, as `make demo` runs it.
 
-    python -m harness.demo [--arm default_arm|two_link|PATH] [--duration 10] [--mode MODE]
+    python -m harness.demo [--arm default_arm|two_link|two_arms|PATH] [--duration 10] [--mode MODE]
 
 With --mode contact (make demo MODE=contact) a push and a collision come during the trajectory,
 and the controller's estimate is compared with the simulator's truth (harness/contact.py).
+
+With --arm two_arms (make demo ARM=two_arms) two arms share one world, one simulator and one
+/clock, each with its controller and its goal in its namespace (harness/world.py).
 
 With --mode cartesian_impedance (make demo MODE=cartesian) the controller holds the end
 effector's pose, cartesian_demo moves its target around a circle, and the simulator pushes it;
@@ -37,6 +40,7 @@ from .metrics import (
     tracking_figures,
 )
 from .plots import plot, plot_cartesian
+from .world import WORLD, world_main, world_robots
 
 
 def cartesian_main(args, out, domain):
@@ -166,8 +170,14 @@ def main(argv=None):
     if args.mode is not None and args.mode not in modes:
         print(f"make demo: MODE={args.mode} is not one of {', '.join(modes)}", file=sys.stderr)
         return 2
-    problem = (check_arm(args.arm, args.tip or None, args.joints or None)
-               or check_task(args.arm, args.mode, args.tip or None, args.joints or None))
+    if args.arm == WORLD:  # not a file: the world is made of the default arm
+        problem = (f"MODE={args.mode} is not one of ARM={WORLD}'s: each arm tracks its own "
+                   "trajectory" if args.mode else
+                   "TIP= and JOINTS= are each arm's own in it" if args.tip or args.joints
+                   else None)
+    else:
+        problem = (check_arm(args.arm, args.tip or None, args.joints or None)
+                   or check_task(args.arm, args.mode, args.tip or None, args.joints or None))
     if problem:
         print(f"make demo: {args.arm}: {problem}", file=sys.stderr)
         return 2
@@ -208,10 +218,18 @@ def _interrupted(*_):
 
 def start_view(args):
     """harness.view in a process of its own, on the demo's ROS domain."""
-    urdf = processes.arm_files(args.arm)[0]
+    extra = []
+    if args.arm == WORLD:  # the world's file, and each arm's topics
+        text, joints, _ = world_robots()
+        urdf = pathlib.Path(args.out) / f"{WORLD}.urdf"
+        urdf.parent.mkdir(parents=True, exist_ok=True)
+        urdf.write_text(text)
+        extra = ["--namespaces", ",".join(joints)]
+    else:
+        urdf = processes.arm_files(args.arm)[0]
     view = processes.NodeProcess(
         "view", log_dir=args.out, argv=[sys.executable, "-m", "harness.view", "--urdf", str(urdf),
-                                        "--port", str(args.view_port)],
+                                        "--port", str(args.view_port), *extra],
         domain_id=int(os.environ.get("ROS_DOMAIN_ID", 77)))
     print(f"3D view: open http://localhost:{args.view_port} (it shows the arm once the "
           "simulator runs)", flush=True)
@@ -239,6 +257,8 @@ def run_demo(args):
             "contact": "trajectory and pushes"}.get(args.mode, "trajectory")
     print(f"starting simulator, controller and {task} on {args.arm} "
           f"(ROS_DOMAIN_ID={domain}, logs in {out}/logs/)", flush=True)
+    if args.arm == WORLD:
+        return world_main(out, domain, args.duration)
     if args.mode in ("cartesian", "cartesian_impedance"):
         return cartesian_main(args, out, domain)
     if args.mode == "contact":

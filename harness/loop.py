@@ -116,16 +116,23 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         recorder.close()
         rclpy.try_shutdown()
         bag_counts = recorder.tap.write(bag) if bag else None  # a failed run is kept too
+    return {**recording(recorder, start, duration),
+            "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
+            "diagnostics": dict(recorder.diagnostics), "bag": bag_counts, "graph": graph,
+            "received": dict(recorder.tap.counts) if bag else None}
+
+
+def recording(recorder, start, duration):
+    """What a recorder holds of one arm's trajectory from `start` (simulated s) for
+    `duration`: closed_loop's joint_names, start, t (s from start), error, reference,
+    position, effort and recorded.
+    """
     t, e, q_d, tau = _paired(recorder)
     window = (t >= start) & (t <= start + duration)
     return {"joint_names": recorder.joint_names, "start": start, "t": t[window] - start,
             "error": e[window], "reference": q_d[window],
             "position": q_d[window] - e[window], "effort": tau[window],
-            "exit_codes": codes, "logs": logs, "ticks_before_simulator": ticks_alone,
-            "diagnostics": dict(recorder.diagnostics), "bag": bag_counts,
-            "recorded": {"errors": len(recorder.errors), "references": len(recorder.references)},
-            "graph": graph,
-            "received": dict(recorder.tap.counts) if bag else None}
+            "recorded": {"errors": len(recorder.errors), "references": len(recorder.references)}}
 
 
 def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_params=None,
@@ -179,14 +186,26 @@ def cartesian_loop(arm="default_arm", log_dir="out", domain_id=None, controller_
 
 def _graph(node):
     """The ROS graph as `node` sees it: fully qualified names of nodes, topics, services and
-    actions (an action's topics and services are listed under topics and services too).
+    actions (an action's topics and services are listed under topics and services too), and
+    "endpoints": each node's {"publishes": topics, "subscribes": topics}.
     """
     from rclpy.action import get_action_names_and_types
-    return {"nodes": sorted(ns.rstrip("/") + "/" + name
-                            for name, ns in node.get_node_names_and_namespaces()),
+    names = node.get_node_names_and_namespaces()
+    endpoints = {}
+    for name, ns in names:
+        found = {}
+        for kind, query in (("publishes", node.get_publisher_names_and_types_by_node),
+                            ("subscribes", node.get_subscriber_names_and_types_by_node)):
+            try:
+                found[kind] = sorted(topic for topic, _ in query(name, ns))
+            except Exception:  # noqa: BLE001 - a node gone between the two calls
+                found[kind] = []
+        endpoints[ns.rstrip("/") + "/" + name] = found
+    return {"nodes": sorted(endpoints),
             "topics": sorted(name for name, _ in node.get_topic_names_and_types()),
             "services": sorted(name for name, _ in node.get_service_names_and_types()),
-            "actions": sorted(name for name, _ in get_action_names_and_types(node))}
+            "actions": sorted(name for name, _ in get_action_names_and_types(node)),
+            "endpoints": endpoints}
 
 
 def _bag_urdf(bag, urdf):

@@ -23,11 +23,14 @@ class Recorder(BackgroundNode):
     default, so that the joint-space loops do not pay for them). urdf_text: also keep the run
     for a bag (harness.bag: `tap`), its topics read through the tap. namespace: the arm's
     ("/left"): its topics are read there, and its nodes' statuses are kept under their plain
-    names ("left/computed_torque_controller" as "computed_torque_controller").
+    names ("left/computed_torque_controller" as "computed_torque_controller"). tap: a BagTap
+    of another node that keeps a run of several arms: the topics it keeps are read through it.
+    name: the node's (several recorders in one process need one each).
     """
 
-    def __init__(self, controller=CONTROLLER, cartesian=False, urdf_text=None, namespace=""):
-        super().__init__("dyn_control_recorder")
+    def __init__(self, controller=CONTROLLER, cartesian=False, urdf_text=None, namespace="",
+                 tap=None, name="dyn_control_recorder"):
+        super().__init__(name)
         controller = namespace + controller
         self.errors, self.references, self.states = [], [], []
         self.poses = {"current_pose": [], "target_pose": []}  # (t, p (3,), quaternion (4,))
@@ -60,14 +63,15 @@ class Recorder(BackgroundNode):
         else:
             kinds[f"{controller}/error"] = (JointState, keep(self.errors, True))
             kinds[f"{controller}/reference"] = (JointState, keep(self.references))
-        self.tap = None
+        self.tap = tap
         if urdf_text is not None:
             from .bag import BagTap, cartesian_topics
-            self.tap = BagTap(self, urdf_text, {t: c for t, (_, c) in kinds.items()},
-                              cartesian_topics() if cartesian else None)
+            self.tap = BagTap(self, urdf_text, cartesian_topics() if cartesian else None)
         for topic, (kind, callback) in kinds.items():
             if self.tap is None or topic not in self.tap.counts:  # a topic the bag does not keep
                 self.create_subscription(kind, topic, callback, 1000)
+            else:
+                self.tap.readers[topic] = callback
 
         prefix = namespace.lstrip("/") + "/" if namespace else ""
 

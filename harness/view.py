@@ -147,20 +147,24 @@ class ArmView:
                 frame.wxyz, frame.position = wxyz(R), p
         return poses
 
-    def show_markers(self, markers):
-        """The controller's ~/markers (visualization_msgs/Marker fields: ns, id, type, action,
-        pose, points): add or replace each, remove those deleted.
+    def show_markers(self, markers, source=""):
+        """A controller's ~/markers (visualization_msgs/Marker fields: header.frame_id, ns, id,
+        type, action, pose, points): add or replace each, remove those deleted. Each is drawn in
+        its frame_id's link where the view has it (a world's arm has its own base), else in the
+        root's. source: the controller's namespace, which keeps two controllers' ids apart.
         """
         scene = self.server.scene
         for m in markers:
-            key = (m.ns, m.id)
+            key = (source, m.ns, m.id)
             old = self.markers.pop(key, None)
             if old is not None:
                 old.remove()
             if m.action == DELETE:
                 continue
             color = MARKER_COLORS.get(m.ns, GREY)
-            name = f"/markers/{m.ns}/{m.id}"
+            frame = m.header.frame_id
+            parent = f"/arm/{self._path(frame)}" if frame in self.frames else ""
+            name = f"{parent}/markers{source}/{m.ns}/{m.id}"
             points = np.array([[q.x, q.y, q.z] for q in m.points])
             if m.type == LINE_STRIP and len(points) > 1:
                 segments = np.stack([points[:-1], points[1:]], axis=1)
@@ -216,8 +220,11 @@ def load_mesh(filename, urdf_dir):
     return mesh if isinstance(mesh, trimesh.Trimesh) and len(mesh.vertices) else None
 
 
-def view_node(view, controller="/computed_torque_controller"):
-    """A harness background node that shows /joint_states and the controller's ~/markers."""
+def view_node(view, namespaces=("",), controller="computed_torque_controller"):
+    """A harness background node that shows each namespace's joint_states and its controller's
+    ~/markers ("": the root's; a world's arms: "/left", "/right"), the states of all of them
+    at once.
+    """
     from sensor_msgs.msg import JointState
     from visualization_msgs.msg import MarkerArray
 
@@ -227,16 +234,20 @@ def view_node(view, controller="/computed_torque_controller"):
         def __init__(self):
             super().__init__("dyn_control_view")
             self.shown = 0.0
-            self.create_subscription(JointState, "/joint_states", self.on_state, 1)
-            self.create_subscription(MarkerArray, f"{controller}/markers",
-                                     lambda msg: view.show_markers(msg.markers), 10)
+            self.positions = {}  # every arm's newest, by joint name
+            for ns in namespaces:
+                self.create_subscription(JointState, f"{ns}/joint_states", self.on_state, 1)
+                self.create_subscription(
+                    MarkerArray, f"{ns}/{controller}/markers",
+                    lambda msg, ns=ns: view.show_markers(msg.markers, ns), 10)
             self.start()
 
         def on_state(self, msg):
+            self.positions.update(zip(msg.name, msg.position))
             now = time.monotonic()
             if now - self.shown >= 1.0 / FRAME_RATE:
                 self.shown = now
-                view.show_state(dict(zip(msg.name, msg.position)))
+                view.show_state(self.positions)
 
     return ViewNode()
 
@@ -273,6 +284,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="the live 3D view of make demo VIEW=1")
     parser.add_argument("--urdf", required=True)
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--namespaces", default="",
+                        help="a world's arms, comma-separated (left,right): each one's "
+                             "joint_states and markers; default the root namespace's")
     parser.add_argument("--browser-check", metavar="DIR", help="by hand: two poses, two "
                         "screenshots in DIR from chromium-headless-shell, and how much differs")
     args, ros = parser.parse_known_args(argv)
@@ -293,7 +307,7 @@ def main(argv=None):
         return 2
     print(f"view at {view.url}", flush=True)
     rclpy.init(args=ros)
-    node = view_node(view)
+    node = view_node(view, [f"/{ns}" for ns in args.namespaces.split(",") if ns] or [""])
     try:
         while rclpy.ok():
             time.sleep(0.2)

@@ -23,7 +23,7 @@ def chain():
 
 def simulator(chain, **overrides):
     return SimulatorCore(chain, simulator_settings(chain, read_table(
-        SIMULATOR, chain, command_sources=SOURCES, **overrides)))
+        SIMULATOR, chain, **{"command_sources": SOURCES, **overrides})))
 
 
 def test_each_source_claims_its_joints_in_its_order(chain):
@@ -108,3 +108,25 @@ def test_a_silent_source_loses_its_own_joints_only(chain):
     assert not core.timed_out
     np.testing.assert_array_equal(core.command, [2.0] * 4 + [3.0] * 3)
 
+
+
+def test_each_robot_of_a_world_gets_its_own_command_source(chain):
+    """robots without command_sources: each robot's commands come on its namespace's
+    effort_controller/commands, over its joints in its order; the same rules refuse a joint
+    in two robots, in one line.
+    """
+    robots = [f"left: {', '.join(ARM)}", f"/right/: {', '.join(WRIST)}"]
+    s = simulator(chain, command_sources=[""], robots=robots).settings
+    assert [(ns, j.tolist()) for ns, j in s.robots] == [("left", [0, 1, 2, 3]),
+                                                        ("/right/", [6, 5, 4])]
+    assert [(t, j.tolist()) for t, j in s.sources] == [
+        ("left/effort_controller/commands", [0, 1, 2, 3]),
+        ("/right/effort_controller/commands", [6, 5, 4])]
+    # command_sources, when given, stand: a robot's gripper may have a controller of its own
+    s = simulator(chain, robots=robots).settings
+    assert [t for t, _ in s.sources] == ["arm/commands", "wrist/commands"]
+    with pytest.raises(ValueError) as err:
+        simulator(chain, robots=[f"left: {', '.join(ARM)}, joint5", f"right: {', '.join(WRIST)}"])
+    assert str(err.value) == "robots: joint 'joint5' is claimed by both 'left' and 'right'"
+    with pytest.raises(ValueError, match="robots: 'left' is not 'NAMESPACE: JOINT, "):
+        simulator(chain, robots=["left"])

@@ -59,3 +59,14 @@ def test_a_demo_the_arm_cannot_do_is_refused_in_one_line():
     out = subprocess.run([sys.executable, "-m", "harness.demo", "--arm", "two_link", "--mode",
                           "contact"], cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out
+
+
+def test_two_arms_takes_no_mode_and_no_tip_each_arm_has_its_own():
+    for extra, line in ((["--mode", "contact"], "make demo: two_arms: MODE=contact is not one of "
+                         "ARM=two_arms's: each arm tracks its own trajectory"),
+                        (["--tip", "link7"], "make demo: two_arms: TIP= and JOINTS= are each "
+                         "arm's own in it")):
+        out = subprocess.run([sys.executable, "-m", "harness.demo", "--arm", "two_arms", *extra],
+                             cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and out.stdout == "", out
+        assert out.stderr.strip().splitlines() == [line]

@@ -63,10 +63,11 @@ def test_every_link_is_where_the_forward_kinematics_puts_it_and_moves_with_the_a
         before = poses
 
 
-def marker(ns, k, kind, points=(), action=0, pose=None):
+def marker(ns, k, kind, points=(), action=0, pose=None, frame=""):
     point = lambda p: types.SimpleNamespace(x=p[0], y=p[1], z=p[2])  # noqa: E731
     pose = pose or (np.zeros(3), (0.0, 0.0, 0.0, 1.0))
     return types.SimpleNamespace(
+        header=types.SimpleNamespace(frame_id=frame),
         ns=ns, id=k, type=kind, action=action, points=[point(p) for p in points],
         pose=types.SimpleNamespace(position=point(pose[0]),
                                    orientation=types.SimpleNamespace(**dict(zip("xyzw", pose[1])))))
@@ -77,14 +78,14 @@ def test_markers_become_a_path_axes_and_an_arrow_and_go_when_deleted(view):
     view.show_markers([marker("desired_path", 0, LINE_STRIP, path),
                        marker("target", 0, ARROW, pose=((0.4, 0.1, 0.5), (0.0, 0.0, 0.0, 1.0))),
                        marker("push", 0, ARROW, [(0.3, 0.0, 0.4), (0.4, 0.1, 0.5)])])
-    line = view.markers[("desired_path", 0)]
+    line = view.markers[("", "desired_path", 0)]
     np.testing.assert_allclose(np.asarray(line.points)[:, 0], path[:-1], atol=1e-6)
     np.testing.assert_allclose(np.asarray(line.points)[:, 1], path[1:], atol=1e-6)
-    np.testing.assert_allclose(view.markers[("target", 0)].position, (0.4, 0.1, 0.5), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(view.markers[("push", 0)].points)[0],
+    np.testing.assert_allclose(view.markers[("", "target", 0)].position, (0.4, 0.1, 0.5), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(view.markers[("", "push", 0)].points)[0],
                                [(0.3, 0.0, 0.4), (0.4, 0.1, 0.5)], atol=1e-6)
     view.show_markers([marker("push", 0, ARROW, action=DELETE)])
-    assert ("push", 0) not in view.markers and ("desired_path", 0) in view.markers
+    assert ("", "push", 0) not in view.markers and ("", "desired_path", 0) in view.markers
 
 
 def test_a_mesh_that_cannot_be_found_is_skipped_with_one_warning_and_a_busy_port_named():
@@ -168,11 +169,11 @@ def test_the_view_node_shows_published_joint_states_and_markers(view):
             markers.publish(MarkerArray(markers=[path]))
             time.sleep(0.1)
             R, p = held(view.frames[chain.tip_link])
-            if np.allclose(p, p_fk, atol=1e-6) and ("desired_path", 1) in view.markers:
+            if np.allclose(p, p_fk, atol=1e-6) and ("", "desired_path", 1) in view.markers:
                 break
         np.testing.assert_allclose(p, p_fk, atol=1e-6)
         np.testing.assert_allclose(R, R_fk, atol=1e-6)
-        assert ("desired_path", 1) in view.markers
+        assert ("", "desired_path", 1) in view.markers
     finally:
         talker.destroy_node()
         node.close()
@@ -236,3 +237,63 @@ def test_browser_check_without_the_browser_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "view --browser-check: chromium-headless-shell is not installed (Debian: apt-get "
         "install chromium-headless-shell)\n")
+
+
+def test_a_world_shows_each_arm_from_its_own_topics_and_markers_in_its_own_base():
+    """The world of make demo ARM=two_arms, over DDS (its own domain): /left/joint_states and
+    /right/joint_states each move their own arm (the other's stays where its last state put
+    it), to the forward kinematics of the world's links (root 'world'); a marker in the left
+    controller's base frame is drawn under that link.
+    """
+    import time
+
+    import rclpy
+    from geometry_msgs.msg import Point
+    from sensor_msgs.msg import JointState
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from harness.view import view_node
+    from harness.world import world_robots
+    text, joints, _ = world_robots()
+    view = ArmView(text, free_port())
+    chains = {ns: load_chain(text, root_link="world", joints=names)
+              for ns, names in joints.items()}
+    q = {"left": np.linspace(-0.5, 0.5, 7), "right": np.linspace(0.4, -0.4, 7)}
+    rclpy.init(domain_id=94)
+    node = view_node(view, ["/left", "/right"])
+    talker = rclpy.create_node("view_test_talker")
+
+    def at_fk():
+        return all(np.allclose(held(view.frames[c.tip_link])[1],
+                               frame_pose(c, q[ns], c.tip_link)[1], atol=1e-6)
+                   for ns, c in chains.items())
+
+    try:
+        states = {ns: talker.create_publisher(JointState, f"/{ns}/joint_states", 10)
+                  for ns in joints}
+        markers = talker.create_publisher(MarkerArray,
+                                          "/left/computed_torque_controller/markers", 10)
+        path = Marker(ns="desired_path", id=1, type=Marker.LINE_STRIP,
+                      points=[Point(x=0.1 * k, y=0.0, z=0.5) for k in range(3)])
+        path.header.frame_id = "left_base_link"
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:
+            for ns, publisher in states.items():
+                publisher.publish(JointState(name=joints[ns], position=q[ns].tolist()))
+            markers.publish(MarkerArray(markers=[path]))
+            time.sleep(0.1)
+            if at_fk() and ("/left", "desired_path", 1) in view.markers:
+                break
+        for ns, c in chains.items():
+            for link in (c.tip_link, c.lumped_links[2][0]):
+                R, p = held(view.frames[link])
+                R_fk, p_fk = frame_pose(c, q[ns], link)
+                np.testing.assert_allclose(p, p_fk, atol=1e-6)
+                np.testing.assert_allclose(R, R_fk, atol=1e-6)
+        line = view.markers[("/left", "desired_path", 1)]
+        assert line.name.startswith("/arm/left_base_link/markers/left/"), line.name
+    finally:
+        talker.destroy_node()
+        node.close()
+        rclpy.try_shutdown()
+        view.close()

@@ -24,14 +24,15 @@ def model_text(node):
     return p.urdf_file if p.urdf_file.strip() else None
 
 
-def build_chain(node, source):
+def build_chain(node, source, default_joints=()):
     """load_chain from the node's parameters; StartupError with one line on any problem.
 
-    -> (chain, order): the command order is the `joints` parameter's order (default: the
-    chain's), and order[i] is the chain index of the i-th commanded joint.
+    -> (chain, order): the command order is the `joints` parameter's order (default:
+    default_joints', else the chain's), and order[i] is the chain index of the i-th commanded
+    joint.
     """
     p = read_parameters(node, SOURCE)
-    joints = [j for j in p.joints if j]
+    joints = [j for j in p.joints if j] or list(default_joints)
     try:
         chain = load_chain(source, root_link=p.root_link or None, tip_link=p.tip_link or None,
                            joints=joints or None)

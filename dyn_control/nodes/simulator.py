@@ -47,7 +47,7 @@ from dyn_control.nodes.params import (
 from dyn_control.nodes.process import ProcessNode, run
 from dyn_control.nodes.stepper import Stepper
 from dyn_control.parameters import SIMULATOR, payload_model
-from dyn_control.sim.core import SimulatorCore, simulator_settings
+from dyn_control.sim.core import SimulatorCore, simulator_settings, split_entry
 
 
 class DynamicsSimulator(ProcessNode):
@@ -62,8 +62,7 @@ class DynamicsSimulator(ProcessNode):
         # command_type joint_state: the peer of ros2_control's topic-based hardware, with its
         # default topics (a reliable publisher reaches its best-effort reader too)
         self.by_name = start.command_type == "joint_state"
-        self.state_pub = self.create_publisher(
-            JointState, "robot_joint_states" if self.by_name else "joint_states", 10)
+        self.state_pubs = []  # (publisher, its writer, chain indices), made in configure
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.truth_pub = self.create_publisher(JointState, "~/applied_external_joint_torques", 10)
         self.qos = reliability(start)  # of the commands' subscriptions, made in configure
@@ -77,7 +76,10 @@ class DynamicsSimulator(ProcessNode):
             time.monotonic()), stamp=lambda: self.core.sim.t)  # as its joint states
 
     def configure(self, source):
-        chain, self.order = build_chain(self, source)
+        # a world's joints, unless `joints` says otherwise: every robot's, in their order
+        chain, self.order = build_chain(self, source, [
+            joint for entry in read_parameters(self, SIMULATOR).robots
+            for joint in split_entry(entry)[1]])
         try:
             p = read_parameters(self, SIMULATOR, chain, self.order)
             core = SimulatorCore(chain, simulator_settings(chain, p, self.order))
@@ -92,7 +94,16 @@ class DynamicsSimulator(ProcessNode):
                     raise StartupError(f"parameter command_sources: '{topic}' is no topic name: "
                                        f"{err}") from err
         self.publish_clock = bool(p.publish_clock)
-        self.state_msg = messages.JointStateWriter(chain.joint_names)
+        # one robot: every joint on joint_states; a world: each robot's on its namespace's
+        for ns, joints in core.settings.robots or (("", None),):
+            topic = ("robot_joint_states" if self.by_name else
+                     f"{ns.rstrip('/')}/joint_states" if ns else "joint_states")
+            try:
+                publisher = self.create_publisher(JointState, topic, 10)
+            except InvalidTopicNameException as err:
+                raise StartupError(f"parameter robots: '{ns}' is no namespace: {err}") from err
+            names = chain.joint_names if joints is None else [chain.joint_names[i] for i in joints]
+            self.state_pubs.append((publisher, messages.JointStateWriter(names), joints))
         self.truth_msg = messages.JointStateWriter(chain.joint_names, ("effort",))
         self.pushed = False
         # load (or on a first run compile) the step's kernel now, not in the first step
@@ -165,7 +176,10 @@ class DynamicsSimulator(ProcessNode):
         self.stepper.answered.clear()
         # a stamp of 0 means "unstamped" to ROS (the controller takes its own clock for it, on
         # another time base when the two clocks differ), so the state at t = 0 is stamped 1 ns
-        self.state_pub.publish(self.state_msg.fill(max(sim.t, 1e-9), *self.core.measured()))
+        measured = self.core.measured()
+        for publisher, writer, joints in self.state_pubs:
+            publisher.publish(writer.fill(max(sim.t, 1e-9), *(
+                measured if joints is None else (x[joints] for x in measured))))
         pushed = sim.external_torques.any()
         if pushed or self.pushed:
             self.truth_pub.publish(self.truth_msg.fill(max(sim.t, 1e-9), sim.external_torques))

@@ -41,6 +41,9 @@ class SimulatorSettings:
     seed: int
     # (topic, chain indices of its joints in its command order) of each command source
     sources: tuple = ()
+    # (namespace, chain indices of its joints in its state order) of each robot of a world;
+    # () for one robot, whose states are every joint's
+    robots: tuple = ()
 
 
 DEFAULT_SOURCE = "effort_controller/commands"
@@ -52,29 +55,44 @@ def command_sources(chain, entries, order):
     or the joint, for an entry that is not `TOPIC: JOINT, ...`, an unknown joint, a joint
     claimed twice, or a simulated joint that no source claims.
     """
+    sources = claims(chain, entries, "command_sources", "source", "TOPIC")
+    return sources or ((DEFAULT_SOURCE, np.asarray(order, dtype=np.int64)),)
+
+
+def split_entry(entry):
+    """'NAME: JOINT, JOINT, ...' -> (NAME, [JOINT, ...]), stripped; empty parts left out."""
+    name, _, joints = entry.partition(":")
+    return name.strip(), [joint.strip() for joint in joints.split(",") if joint.strip()]
+
+
+def claims(chain, entries, parameter, what, key):
+    """Entries `KEY: JOINT, JOINT, ...` (each a `what`, KEY its topic or namespace) that share
+    the simulated joints, each joint claimed once -> ((KEY, chain indices in its order), ...),
+    () for none. ValueError, in one line naming `parameter` and the entry or the joint, as
+    command_sources says.
+    """
     entries = [entry for entry in entries if entry.strip()]
     if not entries:
-        return ((DEFAULT_SOURCE, np.asarray(order, dtype=np.int64)),)
-    sources, owner = [], {}
+        return ()
+    found, owner = [], {}
     for entry in entries:
-        topic, _, names = entry.partition(":")
-        topic, names = topic.strip(), [name.strip() for name in names.split(",") if name.strip()]
-        if not topic or not names:
-            raise ValueError(f"command_sources: '{entry}' is not 'TOPIC: JOINT, JOINT, ...'")
-        for name in names:
-            if name not in chain.joint_names:
-                raise ValueError(f"command_sources: '{topic}' claims joint '{name}', which the "
+        name, joints = split_entry(entry)
+        if not name or not joints:
+            raise ValueError(f"{parameter}: '{entry}' is not '{key}: JOINT, JOINT, ...'")
+        for joint in joints:
+            if joint not in chain.joint_names:
+                raise ValueError(f"{parameter}: '{name}' claims joint '{joint}', which the "
                                  f"simulated model does not have ({', '.join(chain.joint_names)})")
-            if name in owner:
-                raise ValueError(f"command_sources: joint '{name}' is claimed by both "
-                                 f"'{owner[name]}' and '{topic}'")
-            owner[name] = topic
-        sources.append((topic, np.array([chain.joint_names.index(n) for n in names])))
-    free = [name for name in chain.joint_names if name not in owner]
+            if joint in owner:
+                raise ValueError(f"{parameter}: joint '{joint}' is claimed by both "
+                                 f"'{owner[joint]}' and '{name}'")
+            owner[joint] = name
+        found.append((name, np.array([chain.joint_names.index(j) for j in joints])))
+    free = [joint for joint in chain.joint_names if joint not in owner]
     if free:
-        raise ValueError(f"command_sources: no source claims joint '{free[0]}' (every simulated "
+        raise ValueError(f"{parameter}: no {what} claims joint '{free[0]}' (every simulated "
                          f"joint needs one)")
-    return tuple(sources)
+    return tuple(found)
 
 
 def simulator_settings(chain, p, order=None):
@@ -100,8 +118,14 @@ def simulator_settings(chain, p, order=None):
     if p.command_type == "joint_state" and any(e.strip() for e in p.command_sources):
         raise ValueError("command_sources must be empty with command_type joint_state: "
                          "the topic-based hardware sends every joint's command by name")
+    robots = claims(chain, p.robots, "robots", "robot", "NAMESPACE")
+    if robots and p.command_type == "joint_state":
+        raise ValueError("robots must be empty with command_type joint_state: the "
+                         "topic-based hardware's topics are one robot's")
     sources = command_sources(chain, p.command_sources,
                               np.arange(chain.n) if order is None else order)
+    if robots and not any(e.strip() for e in p.command_sources):  # each robot's own controller
+        sources = tuple((f"{ns.rstrip('/')}/{DEFAULT_SOURCE}", joints) for ns, joints in robots)
     model = payload_model(chain, p)
     limits = effort_limits(chain, p.effort_limits)
     return SimulatorSettings(
@@ -112,7 +136,7 @@ def simulator_settings(chain, p, order=None):
         command_timeout=p.command_timeout, arm_compensates_gravity=bool(
             p.arm_compensates_gravity),
         noise=np.array([p.noise.position, p.noise.velocity, p.noise.effort], dtype=float),
-        seed=int(p.noise.seed), sources=sources)
+        seed=int(p.noise.seed), sources=sources, robots=robots)
 
 
 class SimulatorCore(Events):

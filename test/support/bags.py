@@ -19,17 +19,23 @@ def read_rosbags(path):
     return messages, kinds
 
 
-def assert_tf_is_the_forward_kinematics(path, urdf, chain, samples=20):
+def assert_tf_is_the_forward_kinematics(path, urdf, chain, samples=20, topic="/joint_states"):
     """Every link the chain moves, composed from the bag's /tf_static and /tf down from the
-    root, is where frame_pose puts it at the published state, to 1e-9, at `samples` states
-    through the run; /robot_description is the URDF file's text.
+    root, is where frame_pose puts it at the state published on `topic` (one of a world's
+    arms), to 1e-9, at `samples` states through the run; /robot_description is the URDF
+    file's text.
     """
     messages, _ = read_rosbags(path)
     assert messages["/robot_description"][0][1].data == urdf.read_text()
     static = {t.child_frame_id: t for t in messages["/tf_static"][0][1].transforms}
-    states, tfs = messages["/joint_states"], messages["/tf"]
+    # the /tf of a state: written right after it, of its joints' links (each arm has its own)
+    first = chain.lumped_links[0][0]
+    tfs = [tf for _, tf in messages["/tf"] if any(t.child_frame_id == first
+                                                   for t in tf.transforms)]
+    states = messages[topic]
+    assert len(tfs) == len(states)
     for k in np.linspace(0, len(states) - 1, samples).astype(int):
-        state, tf = states[k][1], tfs[k][1]
+        state, tf = states[k][1], tfs[k]
         assert tf.transforms[0].header.stamp == state.header.stamp
         edges = {**static, **{t.child_frame_id: t for t in tf.transforms}}
         q = np.array([dict(zip(state.name, state.position))[n] for n in chain.joint_names])
