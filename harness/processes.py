@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 
+from dyn_control.nodes.launch_support import node_parameters  # noqa: F401  (the harness's too)
+
 PACKAGE = "dyn_control"
 
 
@@ -52,20 +54,6 @@ def executable(name) -> str:
     if found is None:
         raise FileNotFoundError(
             f"console script '{name}' not installed (pip install -e . or colcon build)")
-    return found
-
-
-def node_parameters(path, node=None):
-    """The ros__parameters a parameters file gives the node named `node` in any namespace, as
-    ROS reads it: the sections "/**", "/**/node", "node" and "/node", the later ones winning
-    (node None: what it gives every node, "/**").
-    """
-    import yaml
-    sections = yaml.safe_load(pathlib.Path(path).read_text()) or {}
-    found = {}
-    keys = ("/**",) if node is None else ("/**", f"/**/{node}", node, f"/{node}")
-    for key in keys:
-        found.update((sections.get(key) or {}).get("ros__parameters", {}))
     return found
 
 

@@ -12,32 +12,24 @@ import numpy as np
 from . import processes
 from .loop import _graph, _latest, _started, _wait_for, node_status, recording
 
-# namespace: the arm's base position in the world (m); each arm's names take "<namespace>_"
-ROBOTS = {"left": (0.0, 0.5, 0.0), "right": (0.0, -0.5, 0.0)}
+NAMESPACES = ("left", "right")  # each arm's names take "<namespace>_"
+SPACING = 1.0  # m between the arms' bases
 WORLD = "two_arms"  # make demo's ARM= for it
 
 
-def world_robots(arm="default_arm", robots=None):
-    """(world URDF text, {namespace: its joints}, the arm's start pose or None) of `arm` (a
-    name in urdf/ or a URDF path) placed at each of `robots` (default ROBOTS). The start pose
-    is the arm's own file's initial_positions (config/<arm>.yaml), if it has one.
+def world_robots(arm="default_arm", namespaces=NAMESPACES):
+    """(world URDF text, {namespace: its joints}, the simulator's parameters) of `arm` (a name
+    in urdf/ or a URDF path) once per namespace, SPACING apart, each at the start pose of the
+    arm's own file (config/<arm>.yaml), if it has one (launch_support.world_parameters, as
+    launch/two_arms.launch.py).
     """
-    from dyn_control import load_chain
-    from dyn_control.model.world import Placed, combine
-
-    robots = ROBOTS if robots is None else robots
+    from dyn_control.nodes.launch_support import world_parameters
     urdf, configs = processes.arm_files(arm)
-    names = load_chain(str(urdf)).joint_names
-    start = None
-    for path in configs:
-        start = processes.node_parameters(path, "dynamics_simulator").get("initial_positions",
-                                                                          start)
-    text = combine([Placed(f"{ns}_", str(urdf), xyz) for ns, xyz in robots.items()])
-    return text, {ns: [f"{ns}_{name}" for name in names] for ns in robots}, start
+    return world_parameters(str(urdf), namespaces, SPACING, configs)
 
 
-def world_loop(duration=10.0, log_dir="out", domain_id=None, arm="default_arm", robots=None,
-               bag=None, controller_params=None, timeout=300.0):
+def world_loop(duration=10.0, log_dir="out", domain_id=None, arm="default_arm",
+               namespaces=NAMESPACES, bag=None, controller_params=None, timeout=300.0):
     """One simulator, and per arm a controller and a trajectory_demo in its namespace; each goal
     through its own controller's action, on simulated time. bag: a new folder to write the run
     to, both arms' topics in it. Returns {"arms": {namespace: closed_loop's recording of that
@@ -52,7 +44,7 @@ def world_loop(duration=10.0, log_dir="out", domain_id=None, arm="default_arm", 
 
     log_dir = pathlib.Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
-    text, joints, start = world_robots(arm, robots)
+    text, joints, simulator = world_robots(arm, namespaces)
     urdf = log_dir / "world.urdf"
     urdf.write_text(text)
     if domain_id is not None:
@@ -67,10 +59,7 @@ def world_loop(duration=10.0, log_dir="out", domain_id=None, arm="default_arm", 
                  for ns in joints}
     env = processes.loop_env()
     nodes, labels = processes.ProcessSet(), []  # labels: each node's name in its namespace
-    sim = {"urdf_file": str(urdf),
-           "robots": [f"{ns}: {', '.join(names)}" for ns, names in joints.items()]}
-    if start is not None:  # every arm at its own start
-        sim["initial_positions"] = [float(x) for _ in joints for x in start]
+    sim = {"urdf_file": str(urdf), **simulator}
     starts_s, results = {}, {}
     try:
         nodes.start("dynamics_simulator", [processes.config("simulator")], sim,

@@ -43,7 +43,7 @@ def test_colcon_build_installs_executables_and_share_files(tmp_path):
     assert EXECUTABLES <= {p.name for p in (install / "lib" / "dyn_control").iterdir()}
     share = install / "share" / "dyn_control"
     for folder, names in (("launch", ["sim.launch.py", "controller.launch.py",
-                                      "ros2_control.launch.py"]),
+                                      "ros2_control.launch.py", "two_arms.launch.py"]),
                           ("config", ["controller.yaml", "simulator.yaml", "demo.yaml",
                                       "ros2_controllers.yaml"]),
                           ("urdf", ["default_arm.urdf", "two_link.urdf",

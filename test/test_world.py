@@ -119,3 +119,27 @@ def test_a_world_that_cannot_be_made_is_refused_in_one_line(robots, message):
     with pytest.raises(URDFError) as err:
         combine(robots)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_side_by_side_puts_one_copy_per_namespace_in_a_row_with_its_start():
+    """make demo ARM=two_arms's and two_arms.launch.py's world: the default arm at y = +0.5
+    and -0.5 m (its first link's world pose against the arm alone's, by forward kinematics,
+    to 1e-15 m), each copy's joints
+    under its namespace, and the simulator's robots and start (config/default_arm.yaml's
+    initial_positions, once per copy).
+    """
+    from conftest import DEFAULT_ARM, PACKAGE_DIR
+
+    from dyn_control.kinematics import frame_pose
+    from dyn_control.nodes.launch_support import world_parameters
+    text, joints, simulator = world_parameters(
+        str(DEFAULT_ARM), ("left", "right"), 1.0, [PACKAGE_DIR / "config/default_arm.yaml"])
+    alone = load_chain(str(DEFAULT_ARM))
+    assert joints == {ns: [f"{ns}_{j}" for j in alone.joint_names] for ns in ("left", "right")}
+    world = load_chain(text, root_link="world", joints=joints["left"] + joints["right"])
+    _, p_alone = frame_pose(alone, np.zeros(alone.n), "link1")
+    for ns, y in (("left", 0.5), ("right", -0.5)):
+        _, p = frame_pose(world, np.zeros(world.n), f"{ns}_link1")
+        np.testing.assert_allclose(p, p_alone + (0.0, y, 0.0), atol=1e-15)
+    assert simulator["robots"] == [f"{ns}: {', '.join(j)}" for ns, j in joints.items()]
+    assert simulator["initial_positions"] == [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0] * 2

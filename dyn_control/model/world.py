@@ -78,6 +78,21 @@ def combine(robots, name=WORLD) -> str:
     return ElementTree.tostring(world, encoding="unicode")
 
 
+def side_by_side(source, namespaces, spacing=1.0):
+    """The robot of `source` once per namespace, in a row along the world's y axis `spacing` m
+    apart, centred on its origin, the first at +y (left of a viewer looking along -x) ->
+    (URDF text, {namespace: its joints}); each robot's names take "<namespace>_". Its joints
+    are load_chain's (a gripper's fingers locked).
+    """
+    from dyn_control.model.chain import load_chain
+
+    names = load_chain(source).joint_names
+    middle = 0.5 * (len(namespaces) - 1)
+    text = combine([Placed(f"{ns}_", str(source), (0.0, spacing * (middle - k), 0.0))
+                    for k, ns in enumerate(namespaces)])
+    return text, {ns: [f"{ns}_{name}" for name in names] for ns in namespaces}
+
+
 def _triple(values, what, prefix):
     try:
         numbers = np.asarray(values, dtype=float)

@@ -102,3 +102,35 @@ def installed(specs):
         except PackageNotFoundError as err:
             missing.append(f"{spec['executable']} not started: {err.args[0]}")
     return found, missing
+
+
+def node_parameters(path, node=None):
+    """The ros__parameters a parameters file gives the node named `node` in any namespace, as
+    ROS reads it: the sections "/**", "/**/node", "node" and "/node", the later ones winning
+    (node None: what it gives every node, "/**").
+    """
+    import pathlib
+
+    import yaml
+    sections = yaml.safe_load(pathlib.Path(path).read_text()) or {}
+    found = {}
+    keys = ("/**",) if node is None else ("/**", f"/**/{node}", node, f"/{node}")
+    for key in keys:
+        found.update((sections.get(key) or {}).get("ros__parameters", {}))
+    return found
+
+
+def world_parameters(urdf, namespaces, spacing=1.0, arm_params=()):
+    """Several copies of one arm in a world (model.world.side_by_side) -> (URDF text,
+    {namespace: its joints}, the simulator's parameters: `robots`, and `initial_positions`
+    when the arm's own parameter files (arm_params) give one, every copy at it).
+    """
+    from dyn_control.model.world import side_by_side
+    text, joints = side_by_side(urdf, namespaces, spacing)
+    simulator = {"robots": [f"{ns}: {', '.join(names)}" for ns, names in joints.items()]}
+    start = None
+    for path in arm_params:
+        start = node_parameters(path, "dynamics_simulator").get("initial_positions", start)
+    if start is not None:
+        simulator["initial_positions"] = [float(x) for _ in namespaces for x in start]
+    return text, joints, simulator
