@@ -1,6 +1,7 @@
 """Two controllers on one simulated robot over DDS, each claiming its joints through the
 simulator's command_sources (the core's rules: test_command_sources.py). References: the
-brakes (not a bit of motion), and the start pose held within 1e-3 rad.
+brakes (not a bit of motion), the start pose held within 1e-3 rad, and each goal's tolerances
+as the controller checks them (an arm and its gripper, Tiago++'s two arms).
 """
 
 import time
