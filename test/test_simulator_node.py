@@ -43,7 +43,7 @@ def test_simulator_synchronous_steps_only_on_an_answer_and_drops_bad_commands():
         Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
         Parameter("sync_timeout", value=300.0)]
     node = DynamicsSimulator(parameter_overrides=overrides)
-    states = Captured(node.state_pub)
+    states = Captured(node.state_pubs[0][0])
     try:
         assert node.core.settings.synchronous
         np.testing.assert_array_equal(node.core.sim.q,
@@ -187,9 +187,9 @@ def test_simulator_as_the_topic_based_hardware_peer_takes_efforts_by_name_and_dr
         Parameter("urdf_file", value=ARM), Parameter("command_type", value="joint_state"),
         Parameter("synchronous", value=False)]
     node = DynamicsSimulator(parameter_overrides=overrides)
-    states = Captured(node.state_pub)
+    states = Captured(node.state_pubs[0][0])
     try:
-        assert node.state_pub.topic_name == "/robot_joint_states"
+        assert node.state_pubs[0][0].topic_name == "/robot_joint_states"
         shuffled = list(reversed(NAMES))
         good = JointState(name=shuffled, effort=[float(k) for k in range(7)])
         node.on_joint_command(good)
