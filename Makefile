@@ -39,7 +39,11 @@ JOINTS ?=
 STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/*.xml \
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
-$(VENV)/.runtime: requirements.txt setup.py
+# the package's C entry points (dyn_control/_calls.c) need a C compiler: one line if there is none
+$(VENV)/.runtime: requirements.txt setup.py dyn_control/_calls.c
+	@command -v $${CC:-cc} > /dev/null || { echo "dyn_control's C entry points need a C" \
+	  "compiler: '$${CC:-cc}' not found (Debian/Ubuntu: apt-get install build-essential;" \
+	  "or set CC)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt

@@ -4,7 +4,7 @@ for machines without ROS, in requirements.txt: install_requires pulls nothing fr
 
 from glob import glob
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 PACKAGE = "dyn_control"
 
@@ -20,8 +20,10 @@ setup(
         (f"share/{PACKAGE}/rviz", glob("rviz/*.rviz")),
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf") + glob("urdf/*.xacro")),
     ],
+    # the C entry points of inverse_dynamics and mass_matrix (dyn_control/kernels/entry.py)
+    ext_modules=[Extension(f"{PACKAGE}._calls", [f"{PACKAGE}/_calls.c"])],
     install_requires=["setuptools"],
-    zip_safe=True,
+    zip_safe=False,
     maintainer="dyn_control developers",
     maintainer_email="dyn_control@example.com",
     description="Computed-torque control of robot arms from their URDF, with a "

@@ -22,7 +22,6 @@ from dyn_control.kernels.newton_euler import NO_WRENCH
 from dyn_control.model.layout import with_gravity
 
 _ZERO3 = np.zeros(3)
-_inverse_dynamics = newton_euler.inverse_dynamics_plain  # one attribute lookup fewer a call
 _mass_matrix = mass.mass_matrix
 _F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
 
@@ -76,10 +75,10 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
     tip exerts on its environment, in the tip link's frame; it adds J^T f_tip to the torques
     (J the tip link's Jacobian in its own frame, rows [linear; angular]).
     """
-    if gravity is None and f_tip is None and _plain(q, qd, qdd):  # a control loop's call:
-        tau = np.empty(chain.vector_shape)  # no conversion, no gravity or wrench to build
-        if _inverse_dynamics(*chain.workspace().args, q, qd, qdd, tau):
-            return tau  # (else a length is wrong: as_vector below names it)
+    if gravity is None and f_tip is None:  # a control loop's call: straight to C (None: the
+        tau = chain.entry.inverse_dynamics(q, qd, qdd)  # inputs need converting, or naming)
+        if tau is not None:
+            return tau
     f = NO_WRENCH if f_tip is None else chain.wrench_at_last_body(f_tip)
     model = _model(chain, gravity)
     if np.ndim(q) == 2:  # N states, one per row; f_tip, if given, applies to each
@@ -97,12 +96,9 @@ def inverse_dynamics(chain, q, qd, qdd, gravity=None, f_tip=None):
 
 def mass_matrix(chain, q):
     """Joint-space inertia matrix M(q), (n, n) kg m^2 / kg: column j = ID(q, 0, e_j), no gravity."""
-    M = np.empty(chain.matrix_shape)
-    try:
-        plain = q.dtype is _F64 and q.ndim == 1
-    except AttributeError:  # not an array
-        plain = False
-    if not (plain and _mass_matrix(*chain.workspace().args, q, M)):  # (False: a wrong length)
+    M = chain.entry.mass_matrix(q)  # None: q needs converting, or naming
+    if M is None:
+        M = np.empty(chain.matrix_shape)
         _mass_matrix(*chain.workspace().args, as_vector(chain, q, "q"), M)
     return M
 

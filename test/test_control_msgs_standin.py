@@ -48,3 +48,18 @@ def test_a_machine_without_a_compiler_gets_one_line_naming_it(tmp_path):
                          env={**os.environ, "CXX": "no-such-c++"}, timeout=60)
     assert out.returncode == 1 and out.stdout == "", out
     assert out.stderr.count("\n") == 1 and "'no-such-c++' not found" in out.stderr, out.stderr
+
+
+def test_a_venv_without_a_c_compiler_gets_one_line_naming_it(tmp_path):
+    # the package's C entry points (dyn_control/_calls.c) build at its install: make checks first
+    import os
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parent.parent
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    out = subprocess.run(["make", "-s", f"VENV={venv}", f"{venv}/.runtime"], cwd=root,
+                         capture_output=True, text=True, env={**env, "CC": "no-such-cc"},
+                         timeout=60)
+    assert out.returncode != 0 and out.stdout == "" and not venv.exists(), out
+    line, *rest = out.stderr.splitlines()
+    assert "'no-such-cc' not found" in line and all(r.startswith("make:") for r in rest), out

@@ -168,6 +168,18 @@ class Chain:
             self.base_acceleration, self.jtype, self.parent))
         object.__setattr__(self, "_workspaces", threading.local())
 
+    @property
+    def entry(self):
+        """The C entry points of inverse_dynamics and mass_matrix (kernels.entry), made at the
+        first call that needs them: they load the compiled passes.
+        """
+        try:
+            return self._entry
+        except AttributeError:
+            from dyn_control.kernels.entry import entry
+            object.__setattr__(self, "_entry", entry(self.pack))
+            return self._entry
+
     def workspace(self):
         """This thread's workspace (layout.Data) for the public functions: allocated once per
         thread, as a kernel writes into it (a control law or a simulator keeps its own).

@@ -1,0 +1,182 @@
+/* The C entry points of dyn_control.inverse_dynamics and dyn_control.mass_matrix: one type
+ * check per array (the buffer protocol), the result allocated by numpy.empty, then the compiled
+ * pass through a function pointer (numba cfuncs, dyn_control/kernels/entry.py). numba's own
+ * dispatcher types and unboxes each of ten arrays per call, which costs more than the
+ * Newton-Euler pass of a 7-joint arm; this does not.
+ *
+ * An Entry owns one workspace (the arrays it was made with) and keeps the GIL through the
+ * call, so two threads never write that workspace at once. A method returns None, touching
+ * nothing, when an input is not a C-contiguous float64 array of n: the caller then takes its
+ * general path, which converts what it can and names what it cannot.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*rnea_fn)(double *, double *, int64_t *, double *, double *, double *, Py_ssize_t,
+                       double *, double *, double *, double *);
+typedef int (*mass_fn)(double *, double *, int64_t *, double *, double *, double *, Py_ssize_t,
+                       double *, double *);
+
+enum { MVEC, MROT, INTS, VECS, ROTS, MATS, ARRAYS };
+
+typedef struct {
+    PyObject_HEAD
+    rnea_fn rnea;
+    mass_fn mass;
+    Py_ssize_t n;
+    void *arrays[ARRAYS];
+    PyObject *keep;          /* the arrays above, alive while the entry is */
+    PyObject *empty;         /* numpy.empty */
+    PyObject *vector_shape;  /* (n,) */
+    PyObject *matrix_shape;  /* (n, n) */
+} Entry;
+
+/* The data of x if it is a C-contiguous float64 array of `count` elements, else NULL (no
+ * error set). The pointer outlives the released view: the caller holds x. */
+static double *plain(PyObject *x, Py_ssize_t count, int ndim)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(x, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    const char *f = view.format;
+    int ok = view.ndim == ndim && view.itemsize == 8 && view.len == count * 8 && f != NULL
+             && (strcmp(f, "d") == 0 || strcmp(f, "<d") == 0 || strcmp(f, "=d") == 0);
+    double *data = view.buf;
+    PyBuffer_Release(&view);
+    return ok ? data : NULL;
+}
+
+static PyObject *new_array(Entry *self, PyObject *shape, double **data, Py_ssize_t count)
+{
+    PyObject *out = PyObject_CallOneArg(self->empty, shape);
+    if (out == NULL)
+        return NULL;
+    *data = plain(out, count, PyTuple_GET_SIZE(shape));
+    if (*data == NULL) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_TypeError, "numpy.empty gave no float64 array");
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *Entry_inverse_dynamics(Entry *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "inverse_dynamics(q, qd, qdd)");
+        return NULL;
+    }
+    Py_ssize_t n = self->n;
+    double *q = plain(args[0], n, 1), *qd = plain(args[1], n, 1), *qdd = plain(args[2], n, 1);
+    if (q == NULL || qd == NULL || qdd == NULL)
+        Py_RETURN_NONE;
+    double *tau;
+    PyObject *out = new_array(self, self->vector_shape, &tau, n);
+    if (out == NULL)
+        return NULL;
+    void **a = self->arrays;
+    self->rnea(a[MVEC], a[MROT], a[INTS], a[VECS], a[ROTS], a[MATS], n, q, qd, qdd, tau);
+    return out;
+}
+
+static PyObject *Entry_mass_matrix(Entry *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "mass_matrix(q)");
+        return NULL;
+    }
+    Py_ssize_t n = self->n;
+    double *q = plain(args[0], n, 1);
+    if (q == NULL)
+        Py_RETURN_NONE;
+    double *M;
+    PyObject *out = new_array(self, self->matrix_shape, &M, n * n);
+    if (out == NULL)
+        return NULL;
+    void **a = self->arrays;
+    self->mass(a[MVEC], a[MROT], a[INTS], a[VECS], a[ROTS], a[MATS], n, q, M);
+    return out;
+}
+
+/* Entry(rnea_address, mass_address, n, (mvec, mrot, ints, vecs, rots, mats), numpy.empty):
+ * the arrays C-contiguous and writable, ints int64, the others float64. */
+static int Entry_init(Entry *self, PyObject *args, PyObject *kwargs)
+{
+    unsigned long long rnea, mass;
+    Py_ssize_t n;
+    PyObject *arrays, *empty;
+    if (!PyArg_ParseTuple(args, "KKnO!O", &rnea, &mass, &n, &PyTuple_Type, &arrays, &empty))
+        return -1;
+    if (PyTuple_GET_SIZE(arrays) != ARRAYS || n < 1) {
+        PyErr_SetString(PyExc_ValueError, "Entry needs n >= 1 and the six arrays of a model");
+        return -1;
+    }
+    for (int k = 0; k < ARRAYS; k++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, k), &view,
+                               PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0)
+            return -1;
+        self->arrays[k] = view.buf;
+        PyBuffer_Release(&view);
+    }
+    self->rnea = (rnea_fn)(uintptr_t)rnea;
+    self->mass = (mass_fn)(uintptr_t)mass;
+    self->n = n;
+    Py_XSETREF(self->keep, Py_NewRef(arrays));
+    Py_XSETREF(self->empty, Py_NewRef(empty));
+    Py_XSETREF(self->vector_shape, Py_BuildValue("(n)", n));
+    Py_XSETREF(self->matrix_shape, Py_BuildValue("(nn)", n, n));
+    return self->vector_shape != NULL && self->matrix_shape != NULL ? 0 : -1;
+}
+
+static void Entry_dealloc(Entry *self)
+{
+    Py_XDECREF(self->keep);
+    Py_XDECREF(self->empty);
+    Py_XDECREF(self->vector_shape);
+    Py_XDECREF(self->matrix_shape);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Entry_methods[] = {
+    {"inverse_dynamics", (PyCFunction)(void (*)(void))Entry_inverse_dynamics, METH_FASTCALL,
+     "tau (n,) for float64 arrays q, qd, qdd of n; None for anything else"},
+    {"mass_matrix", (PyCFunction)(void (*)(void))Entry_mass_matrix, METH_FASTCALL,
+     "M (n, n) for a float64 array q of n; None for anything else"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dyn_control._calls.Entry",
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The compiled passes of one model and one workspace, called from C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Entry_init,
+    .tp_dealloc = (destructor)Entry_dealloc,
+    .tp_methods = Entry_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_calls",
+    "C entry points of the compiled passes (dyn_control/kernels/entry.py).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__calls(void)
+{
+    if (PyType_Ready(&EntryType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Entry", (PyObject *)&EntryType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

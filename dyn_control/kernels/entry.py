@@ -1,0 +1,106 @@
+"""The two calls users make most, inverse_dynamics and mass_matrix, entered from C.
+
+numba's dispatcher types and unboxes every array of a call: for inverse dynamics' ten that
+costs more than the Newton-Euler pass of a 7-joint arm (docs/benchmarks.md). Here the passes are
+compiled as C functions (numba cfuncs, cached as the kernels are) that take raw pointers and n
+and make the kernels' arrays over them (carray: no copy, shapes from n and the layout's
+constants), and the package's C module (dyn_control/_calls.c) calls them after one buffer check
+per array. `entry(pack)` is one model's: the C module's Entry over a workspace of its own, or,
+where the module or numba is missing, the same methods over numba's dispatcher.
+"""
+
+import threading
+
+import numpy as np
+
+from dyn_control.kernels import mass_matrix as mass
+from dyn_control.kernels import newton_euler
+from dyn_control.kernels.compile import HAVE_NUMBA
+from dyn_control.model.layout import (
+    MODEL_ROTS,
+    MODEL_VECS,
+    ROTS,
+    VECS,
+    VECTORS,
+    Data,
+    workspace_arrays,
+)
+
+if HAVE_NUMBA:
+    from numba import carray, cfunc, types
+
+    from dyn_control.kernels.compile import jit
+
+    F64, I64 = types.CPointer(types.float64), types.CPointer(types.int64)
+    MODEL = (F64, F64, I64, F64, F64, F64, types.intp)  # the six arrays' data, and n
+
+    @jit
+    def _arrays(mvec, mrot, ints, vecs, rots, mats, n):
+        """The model's and the workspace's arrays over their pointers (model.layout)."""
+        return (carray(mvec, (MODEL_VECS, n, 3)), carray(mrot, (MODEL_ROTS, n, 3, 3)),
+                carray(ints, (2, n)), carray(vecs, (VECS, n, 3)), carray(rots, (ROTS, n, 3, 3)),
+                carray(mats, (2 * n + 6 + VECTORS, n)))
+
+    @cfunc(types.int32(*MODEL, F64, F64, F64, F64), cache=True)
+    def _rnea(mvec, mrot, ints, vecs, rots, mats, n, q, qd, qdd, tau):
+        return newton_euler.inverse_dynamics_plain(
+            *_arrays(mvec, mrot, ints, vecs, rots, mats, n), carray(q, n), carray(qd, n),
+            carray(qdd, n), carray(tau, n))
+
+    @cfunc(types.int32(*MODEL, F64, F64), cache=True)
+    def _mass(mvec, mrot, ints, vecs, rots, mats, n, q, M):
+        return mass.mass_matrix(*_arrays(mvec, mrot, ints, vecs, rots, mats, n), carray(q, n),
+                                carray(M, (n, n)))
+
+
+def entry(pack):
+    """The entry points of the model `pack` (Chain.pack) over a workspace of their own."""
+    if HAVE_NUMBA:
+        try:
+            from dyn_control import _calls
+        except ImportError:  # not built (a source tree used as is): numba's dispatcher
+            _calls = None
+        if _calls is not None:
+            arrays = (*pack, *workspace_arrays(pack[0].shape[1]))
+            return _calls.Entry(_rnea.address, _mass.address, pack[0].shape[1], arrays,
+                                np.empty)
+    return DispatcherEntry(pack)
+
+
+class DispatcherEntry:
+    """The same methods over numba's dispatcher, with a workspace per thread (the kernels
+    release the GIL).
+    """
+
+    def __init__(self, pack):
+        self.pack, self.n, self.local = pack, pack[0].shape[1], threading.local()
+
+    def _args(self):
+        try:
+            return self.local.data.args
+        except AttributeError:
+            self.local.data = Data(self.pack)
+            return self.local.data.args
+
+    def inverse_dynamics(self, q, qd, qdd):
+        if not _plain(q, qd, qdd):
+            return None
+        tau = np.empty(self.n)
+        return tau if newton_euler.inverse_dynamics_plain(*self._args(), q, qd, qdd, tau) else None
+
+    def mass_matrix(self, q):
+        if not _plain(q, q, q):
+            return None
+        M = np.empty((self.n, self.n))
+        return M if mass.mass_matrix(*self._args(), q, M) else None
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _plain(q, qd, x):
+    """Whether q, qd and x are float64 arrays of one dimension (their lengths: the kernel's)."""
+    try:
+        return q.dtype is qd.dtype is x.dtype is _F64 and q.ndim == qd.ndim == x.ndim == 1
+    except AttributeError:  # not arrays
+        return False

@@ -1,0 +1,86 @@
+"""The C entry points of inverse_dynamics and mass_matrix (dyn_control/_calls.c over the cfuncs
+of dyn_control/kernels/entry.py).
+
+References: the same kernels through numba's dispatcher (kernels.entry.DispatcherEntry), bit
+for bit; the public functions' own rules for what is not a float64 array of n (converted, or
+named in one line); and threads that share a chain, each with its own inputs.
+"""
+
+import re
+import threading
+
+import numpy as np
+import pytest
+from conftest import DEFAULT_ARM, robots_dir
+
+from dyn_control import inverse_dynamics, load_chain, mass_matrix
+from dyn_control.kernels.entry import DispatcherEntry
+
+ARMS = {"default_arm": (DEFAULT_ARM, None),
+        "panda": ("panda_description/urdf/panda.urdf", None),
+        "tiago_dual": ("tiago_description/robots/tiago_dual.urdf",
+                       ["torso_lift_joint", *(f"arm_{s}_{k}_joint" for s in ("left", "right")
+                                              for k in range(1, 8))])}
+
+
+def _chain(name):
+    path, joints = ARMS[name]
+    return load_chain(str(path if name == "default_arm" else robots_dir() / path), joints=joints)
+
+
+def test_the_package_calls_its_passes_from_c():
+    assert type(_chain("default_arm").entry).__module__ == "dyn_control._calls"
+
+
+@pytest.mark.parametrize("name", list(ARMS))
+def test_the_c_entry_gives_the_dispatchers_numbers_bit_for_bit(name):
+    chain = _chain(name)
+    numba = DispatcherEntry(chain.pack)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        q = rng.uniform(np.maximum(chain.lower, -3), np.minimum(chain.upper, 3))
+        qd, qdd = rng.uniform(-2, 2, (2, chain.n))
+        assert np.array_equal(inverse_dynamics(chain, q, qd, qdd),
+                              numba.inverse_dynamics(q, qd, qdd))
+        assert np.array_equal(mass_matrix(chain, q), numba.mass_matrix(q))
+
+
+def test_what_is_not_a_float64_array_of_n_goes_the_general_way():
+    """A list, float32, a strided view: the entry declines (None) and the public function
+    converts them; a wrong length or shape: declined, and a wrong length named in one line.
+    """
+    chain = _chain("default_arm")
+    q = np.linspace(-1.0, 1.0, 7)
+    expected = inverse_dynamics(chain, q, q, q)
+    entry = chain.entry
+    wide = np.zeros((7, 2))
+    wide[:, 0] = q
+    for other, rtol in ((q.tolist(), 0.0), (q.astype(np.float32), 1e-6), (wide[:, 0], 0.0)):
+        assert entry.inverse_dynamics(other, q, q) is None and entry.mass_matrix(other) is None
+        np.testing.assert_allclose(inverse_dynamics(chain, other, q, q), expected, rtol=rtol)
+    for bad in (np.zeros(6), np.zeros((7, 1))):  # a (7, 1) q is rows of states to the other
+        assert entry.inverse_dynamics(bad, q, q) is None and entry.mass_matrix(bad) is None
+    for call in (lambda: inverse_dynamics(chain, np.zeros(6), q, q),
+                 lambda: mass_matrix(chain, np.zeros(6))):
+        with pytest.raises(ValueError, match=re.escape("q must have shape (7,), got (6,)")):
+            call()
+
+
+def test_threads_sharing_a_chain_each_get_their_own_numbers():
+    chain = _chain("panda")
+    rng = np.random.default_rng(5)
+    states = rng.uniform(-1.0, 1.0, (2, 3, chain.n))
+    expected = [inverse_dynamics(chain, *s) for s in states]
+    wrong = []
+
+    def run(k):
+        for _ in range(3000):
+            if not np.array_equal(inverse_dynamics(chain, *states[k]), expected[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
