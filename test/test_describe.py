@@ -131,6 +131,30 @@ def test_a_zero_pose_the_effort_limits_cannot_hold_is_said_with_the_joint_torque
     assert np.all((q0 >= chain.position_min) & (q0 <= chain.position_max))
 
 
+def test_a_joint_no_pose_can_hold_keeps_its_start_off_its_stops():
+    """The equality bench's random tree: trunk_joint1, a prismatic joint, carries 104.7 N of
+    gravity against its 80 N limit wherever it is (a joint's own value does not move the load
+    on a prismatic axis: g(q) here is the same at every sample). The search then found every
+    value equally bad and took the first, the joint's lower stop, where the stop's push read
+    as a 20 N collision 10 ms in; it now keeps the start (0), START_ROOM inside both stops.
+    """
+    from examples import random_tree_urdf
+
+    from dyn_control import gravity_torques, load_chain
+    from dyn_control.poses import START_ROOM, default_initial_positions
+    chain = load_chain(random_tree_urdf(3), tip_links=["tool1", "tool2", "tool3"])
+    i = chain.joint_names.index("trunk_joint1")
+    q0 = default_initial_positions(chain)
+    lifted = q0.copy()
+    lifted[i] = 1.0
+    assert abs(gravity_torques(chain, q0)[i]) > chain.effort_limits[i]
+    assert gravity_torques(chain, lifted)[i] == pytest.approx(gravity_torques(chain, q0)[i],
+                                                              abs=1e-9)
+    room = START_ROOM * (chain.position_max[i] - chain.position_min[i])
+    assert chain.position_min[i] + room <= q0[i] <= chain.position_max[i] - room
+    assert q0[i] == 0.0
+
+
 REAL = {"ur5": ("ur_description/urdf/ur5_robot.urdf", []),
         "panda": ("panda_description/urdf/panda.urdf", ["--tip", "panda_hand"]),
         "xarm7": ("xarm_description/urdf/xarm7.urdf", []),
