@@ -207,12 +207,19 @@ def frame_kinematics(quick):
             "paired_ratio": paired}
 
 
-def panda_states(seed):
-    """The Panda (to panda_hand), Pinocchio's reduced model and data of it, and random
-    (q, qd, qdd) in ours and in Pinocchio's coordinates.
+# the per-call targets' arms: the Panda, and Kinova's Gen2 (six continuous joints), which the
+# rest of this bench does not time
+PER_CALL_ARMS = {"panda": ("panda_description/urdf/panda.urdf", {"tip_link": "panda_hand"}),
+                 "kinova": ("kinova_description/robots/kinova.urdf", {})}
+
+
+def panda_states(seed, arm="panda"):
+    """The Panda (to panda_hand), or another of PER_CALL_ARMS, Pinocchio's reduced model and
+    data of it, and random (q, qd, qdd) in ours and in Pinocchio's coordinates.
     """
-    path = ROBOTS / "panda_description/urdf/panda.urdf"
-    chain = load_chain(path, tip_link="panda_hand")
+    file, kwargs = PER_CALL_ARMS[arm]
+    path = ROBOTS / file
+    chain = load_chain(path, **kwargs)
     ref = PinReference(path, chain)
     model = ref.reduced
     q, qd, qdd = np.random.default_rng(seed).uniform(-1, 1, (3, chain.n))
@@ -222,24 +229,28 @@ def panda_states(seed):
 
 def per_call(quick):
     """Paired ratios of our calls, written the two ways users write them (`import dyn_control
-    as dc; dc.f(...)`, and `from dyn_control import f; f(...)`), against Pinocchio's, on the
-    Panda (7 joints, to panda_hand): inverse_dynamics / pin.rnea, mass_matrix / pin.crba.
+    as dc; dc.f(...)`, and `from dyn_control import f; f(...)`), against Pinocchio's, on each
+    of PER_CALL_ARMS: inverse_dynamics / pin.rnea, mass_matrix / pin.crba. -> {arm: {call:
+    {form: ratio}}}.
     """
     import dyn_control as dc
 
-    chain, model, data, (q, qd, qdd), (qp, vp, ap) = panda_states(3)
-    pairs = 21 if quick else 101
-    calls = {
-        "inverse_dynamics": ((lambda: dc.inverse_dynamics(chain, q, qd, qdd)),
-                             (lambda: inverse_dynamics(chain, q, qd, qdd)),
-                             (lambda: pin.rnea(model, data, qp, vp, ap))),
-        "mass_matrix": ((lambda: dc.mass_matrix(chain, q)), (lambda: mass_matrix(chain, q)),
-                        (lambda: pin.crba(model, data, qp))),
-    }
     out = {}
-    for name, (module_form, imported, theirs) in calls.items():
-        out[name] = {"dc.f": paired_ratio(module_form, theirs, pairs=pairs),
-                     "from-import": paired_ratio(imported, theirs, pairs=pairs)}
+    for arm in PER_CALL_ARMS:
+        chain, model, data, (q, qd, qdd), (qp, vp, ap) = panda_states(3, arm)
+        np.testing.assert_allclose(  # same numbers, or the timing means nothing
+            dc.mass_matrix(chain, q), pin.crba(model, data, qp), atol=1e-9)
+        pairs = 21 if quick else 101
+        calls = {
+            "inverse_dynamics": ((lambda: dc.inverse_dynamics(chain, q, qd, qdd)),
+                                 (lambda: inverse_dynamics(chain, q, qd, qdd)),
+                                 (lambda: pin.rnea(model, data, qp, vp, ap))),
+            "mass_matrix": ((lambda: dc.mass_matrix(chain, q)), (lambda: mass_matrix(chain, q)),
+                            (lambda: pin.crba(model, data, qp))),
+        }
+        out[arm] = {name: {"dc.f": paired_ratio(module_form, theirs, pairs=pairs),
+                           "from-import": paired_ratio(imported, theirs, pairs=pairs)}
+                    for name, (module_form, imported, theirs) in calls.items()}
     return out
 
 
@@ -451,9 +462,10 @@ def main():
           f"computeFrameJacobian ({frames['ratio']:.2f}x, paired {frames['paired_ratio']:.2f}x)")
 
     calls = per_call(args.quick)
-    print("as users call them, paired against Pinocchio on the panda: " + "; ".join(
-        f"{name} {v['dc.f']:.2f}x as dc.{name}, {v['from-import']:.2f}x from-imported"
-        for name, v in calls.items()))
+    for arm, arm_calls in calls.items():
+        print(f"as users call them, paired against Pinocchio on the {arm}: " + "; ".join(
+            f"{name} {v['dc.f']:.2f}x as dc.{name}, {v['from-import']:.2f}x from-imported"
+            for name, v in arm_calls.items()))
 
     obs = observer_tick(args.quick)
     print(f"momentum observer on the panda, per tick: update {obs['update_us']:.2f} us (Pinocchio's"
@@ -483,11 +495,12 @@ def main():
     tree = next(r for r in rows if r["arm"].startswith("tiago_dual"))
     ratio_tree = tree["inverse_dynamics_paired_ratio"]
     targets = []
-    for name, theirs, limit in (("inverse_dynamics", "pin.rnea", 1.5),
-                                ("mass_matrix", "pin.crba", 3.0)):
-        for form, value in calls[name].items():
-            targets.append((f"7-joint arm (panda): {name} / {theirs} <= {limit:g} (paired, {form})",
-                            value, value <= limit))
+    for arm, arm_calls in calls.items():
+        for name, theirs, limit in (("inverse_dynamics", "pin.rnea", 1.5),
+                                    ("mass_matrix", "pin.crba", 3.0)):
+            for form, value in arm_calls[name].items():
+                targets.append((f"{arm}: {name} / {theirs} <= {limit:g} (paired, {form})",
+                                value, value <= limit))
     targets += [
         ("pose + Jacobian of a 7-joint arm's hand / Pinocchio's <= 2 (paired)",
          frames["paired_ratio"], frames["paired_ratio"] <= 2),

@@ -228,6 +228,9 @@ def run_at(rev, out):
     subprocess.run(["git", "-C", str(PACKAGE), "worktree", "add", "--detach", "-q", str(tree), rev],
                    check=True)
     try:
+        if (tree / "dyn_control" / "_calls.c").is_file():  # REV's C entry points, as REV has them
+            subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree,
+                           check=True, capture_output=True)
         env = dict(os.environ, PYTHONPATH=str(tree))
         subprocess.run([sys.executable, __file__, "--save", str(out)], check=True, env=env)
     finally:

@@ -1,4 +1,5 @@
-/* The C entry points of dyn_control.inverse_dynamics and dyn_control.mass_matrix: one type
+/* The C entry points of dyn_control.inverse_dynamics, mass_matrix and the frame's pose and
+ * Jacobian (kinematics.frame_pose_and_jacobian, which frame_pose and frame_jacobian call): one type
  * check per array (the buffer protocol), the result allocated by numpy.empty, then the compiled
  * pass through a function pointer (numba cfuncs, dyn_control/kernels/entry.py). numba's own
  * dispatcher types and unboxes each of ten arrays per call, which costs more than the
@@ -18,6 +19,9 @@ typedef int (*rnea_fn)(double *, double *, int64_t *, double *, double *, double
                        double *, double *, double *, double *);
 typedef int (*mass_fn)(double *, double *, int64_t *, double *, double *, double *, Py_ssize_t,
                        double *, double *);
+typedef int (*frame_fn)(double *, double *, int64_t *, double *, double *, double *, Py_ssize_t,
+                        double *, Py_ssize_t, double *, double *, Py_ssize_t, double *, double *,
+                        double *);
 
 enum { MVEC, MROT, INTS, VECS, ROTS, MATS, ARRAYS };
 
@@ -25,12 +29,14 @@ typedef struct {
     PyObject_HEAD
     rnea_fn rnea;
     mass_fn mass;
+    frame_fn frame;
     Py_ssize_t n;
     void *arrays[ARRAYS];
     PyObject *keep;          /* the arrays above, alive while the entry is */
     PyObject *empty;         /* numpy.empty */
     PyObject *vector_shape;  /* (n,) */
     PyObject *matrix_shape;  /* (n, n) */
+    PyObject *frame_shapes[3];  /* (3, 3), (3,), (6, n): a frame's R, p and Jacobian */
 } Entry;
 
 /* The data of x if it is a C-contiguous float64 array of `count` elements, else NULL (no
@@ -102,14 +108,49 @@ static PyObject *Entry_mass_matrix(Entry *self, PyObject *const *args, Py_ssize_
     return out;
 }
 
-/* Entry(rnea_address, mass_address, n, (mvec, mrot, ints, vecs, rots, mats), numpy.empty):
+static PyObject *Entry_frame_pose_and_jacobian(Entry *self, PyObject *const *args,
+                                               Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "frame_pose_and_jacobian(q, body, R_off, p_off, reference)");
+        return NULL;
+    }
+    Py_ssize_t n = self->n;
+    Py_ssize_t body = PyLong_AsSsize_t(args[1]), reference = PyLong_AsSsize_t(args[4]);
+    if ((body == -1 || reference == -1) && PyErr_Occurred())
+        return NULL;
+    double *q = plain(args[0], n, 1), *R_off = plain(args[2], 9, 2), *p_off = plain(args[3], 3, 1);
+    if (q == NULL || R_off == NULL || p_off == NULL || body < 0 || body >= n)
+        Py_RETURN_NONE;
+    double *out[3];
+    Py_ssize_t sizes[3] = {9, 3, 6 * n};
+    PyObject *arrays = PyTuple_New(3);
+    if (arrays == NULL)
+        return NULL;
+    for (int k = 0; k < 3; k++) {
+        PyObject *array = new_array(self, self->frame_shapes[k], &out[k], sizes[k]);
+        if (array == NULL) {
+            Py_DECREF(arrays);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(arrays, k, array);
+    }
+    void **a = self->arrays;
+    self->frame(a[MVEC], a[MROT], a[INTS], a[VECS], a[ROTS], a[MATS], n, q, body, R_off, p_off,
+                reference, out[0], out[1], out[2]);
+    return arrays;
+}
+
+/* Entry((rnea_address, mass_address, frame_address), n, (mvec, mrot, ints, vecs, rots, mats), numpy.empty):
  * the arrays C-contiguous and writable, ints int64, the others float64. */
 static int Entry_init(Entry *self, PyObject *args, PyObject *kwargs)
 {
-    unsigned long long rnea, mass;
+    unsigned long long rnea, mass, frame;
     Py_ssize_t n;
     PyObject *arrays, *empty;
-    if (!PyArg_ParseTuple(args, "KKnO!O", &rnea, &mass, &n, &PyTuple_Type, &arrays, &empty))
+    if (!PyArg_ParseTuple(args, "(KKK)nO!O", &rnea, &mass, &frame, &n, &PyTuple_Type, &arrays,
+                          &empty))
         return -1;
     if (PyTuple_GET_SIZE(arrays) != ARRAYS || n < 1) {
         PyErr_SetString(PyExc_ValueError, "Entry needs n >= 1 and the six arrays of a model");
@@ -125,11 +166,18 @@ static int Entry_init(Entry *self, PyObject *args, PyObject *kwargs)
     }
     self->rnea = (rnea_fn)(uintptr_t)rnea;
     self->mass = (mass_fn)(uintptr_t)mass;
+    self->frame = (frame_fn)(uintptr_t)frame;
     self->n = n;
     Py_XSETREF(self->keep, Py_NewRef(arrays));
     Py_XSETREF(self->empty, Py_NewRef(empty));
     Py_XSETREF(self->vector_shape, Py_BuildValue("(n)", n));
     Py_XSETREF(self->matrix_shape, Py_BuildValue("(nn)", n, n));
+    Py_XSETREF(self->frame_shapes[0], Py_BuildValue("(ii)", 3, 3));
+    Py_XSETREF(self->frame_shapes[1], Py_BuildValue("(i)", 3));
+    Py_XSETREF(self->frame_shapes[2], Py_BuildValue("(in)", 6, n));
+    for (int k = 0; k < 3; k++)
+        if (self->frame_shapes[k] == NULL)
+            return -1;
     return self->vector_shape != NULL && self->matrix_shape != NULL ? 0 : -1;
 }
 
@@ -139,6 +187,8 @@ static void Entry_dealloc(Entry *self)
     Py_XDECREF(self->empty);
     Py_XDECREF(self->vector_shape);
     Py_XDECREF(self->matrix_shape);
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(self->frame_shapes[k]);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -147,6 +197,8 @@ static PyMethodDef Entry_methods[] = {
      "tau (n,) for float64 arrays q, qd, qdd of n; None for anything else"},
     {"mass_matrix", (PyCFunction)(void (*)(void))Entry_mass_matrix, METH_FASTCALL,
      "M (n, n) for a float64 array q of n; None for anything else"},
+    {"frame_pose_and_jacobian", (PyCFunction)(void (*)(void))Entry_frame_pose_and_jacobian,
+     METH_FASTCALL, "(R, p, J) of a frame on `body` for a float64 array q of n; None else"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -52,9 +52,13 @@ def frame_jacobian(chain, q, link=None, reference="local_world_aligned"):
 def frame_pose_and_jacobian(chain, q, link=None, reference="local_world_aligned"):
     """(R, p, J) in one compiled call: the pose and the Jacobian (frame_pose, frame_jacobian)."""
     body, R_off, p_off = _frame(chain, link)
+    code = _reference(reference)
+    found = chain.entry.frame_pose_and_jacobian(q, body, R_off, p_off, code)  # C; None: q
+    if found is not None:  # needs converting, or naming
+        return found
     R, p, J = np.empty((3, 3)), np.empty(3), np.empty((6, chain.n))
     frames.frame_pose_and_jacobian(*chain.workspace().args, as_vector(chain, q, "q"),
-                                   body, R_off, p_off, _reference(reference), R, p, J)
+                                   body, R_off, p_off, code, R, p, J)
     return R, p, J
 
 

@@ -1,5 +1,5 @@
-"""The C entry points of inverse_dynamics and mass_matrix (dyn_control/_calls.c over the cfuncs
-of dyn_control/kernels/entry.py).
+"""The C entry points of inverse_dynamics, mass_matrix and a frame's pose and Jacobian
+(dyn_control/_calls.c over the cfuncs of dyn_control/kernels/entry.py).
 
 References: the same kernels through numba's dispatcher (kernels.entry.DispatcherEntry), bit
 for bit; the public functions' own rules for what is not a float64 array of n (converted, or
@@ -15,6 +15,7 @@ from conftest import DEFAULT_ARM, robots_dir
 
 from dyn_control import inverse_dynamics, load_chain, mass_matrix
 from dyn_control.kernels.entry import DispatcherEntry
+from dyn_control.kinematics import REFERENCES, frame_pose_and_jacobian
 
 ARMS = {"default_arm": (DEFAULT_ARM, None),
         "panda": ("panda_description/urdf/panda.urdf", None),
@@ -43,6 +44,12 @@ def test_the_c_entry_gives_the_dispatchers_numbers_bit_for_bit(name):
         assert np.array_equal(inverse_dynamics(chain, q, qd, qdd),
                               numba.inverse_dynamics(q, qd, qdd))
         assert np.array_equal(mass_matrix(chain, q), numba.mass_matrix(q))
+        for link in (chain.tip_link, chain.lumped_links[1][0]):
+            for reference in REFERENCES:
+                frame = (*chain.frame(link), REFERENCES[reference])
+                ours = frame_pose_and_jacobian(chain, q, link, reference)
+                assert all(np.array_equal(a, b) for a, b in
+                           zip(ours, numba.frame_pose_and_jacobian(q, *frame)))
 
 
 def test_what_is_not_a_float64_array_of_n_goes_the_general_way():
@@ -57,6 +64,7 @@ def test_what_is_not_a_float64_array_of_n_goes_the_general_way():
     wide[:, 0] = q
     for other, rtol in ((q.tolist(), 0.0), (q.astype(np.float32), 1e-6), (wide[:, 0], 0.0)):
         assert entry.inverse_dynamics(other, q, q) is None and entry.mass_matrix(other) is None
+        assert entry.frame_pose_and_jacobian(other, *chain.frame(chain.tip_link), 0) is None
         np.testing.assert_allclose(inverse_dynamics(chain, other, q, q), expected, rtol=rtol)
     for bad in (np.zeros(6), np.zeros((7, 1))):  # a (7, 1) q is rows of states to the other
         assert entry.inverse_dynamics(bad, q, q) is None and entry.mass_matrix(bad) is None

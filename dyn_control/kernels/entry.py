@@ -1,4 +1,5 @@
-"""The two calls users make most, inverse_dynamics and mass_matrix, entered from C.
+"""The calls users make most, inverse_dynamics, mass_matrix and a frame's pose and Jacobian,
+entered from C.
 
 numba's dispatcher types and unboxes every array of a call: for inverse dynamics' ten that
 costs more than the Newton-Euler pass of a 7-joint arm (docs/benchmarks.md). Here the passes are
@@ -13,8 +14,8 @@ import threading
 
 import numpy as np
 
+from dyn_control.kernels import frames, newton_euler
 from dyn_control.kernels import mass_matrix as mass
-from dyn_control.kernels import newton_euler
 from dyn_control.kernels.compile import HAVE_NUMBA
 from dyn_control.model.layout import (
     MODEL_ROTS,
@@ -52,6 +53,14 @@ if HAVE_NUMBA:
         return mass.mass_matrix(*_arrays(mvec, mrot, ints, vecs, rots, mats, n), carray(q, n),
                                 carray(M, (n, n)))
 
+    @cfunc(types.int32(*MODEL, F64, types.intp, F64, F64, types.intp, F64, F64, F64), cache=True)
+    def _frame(mvec, mrot, ints, vecs, rots, mats, n, q, body, R_off, p_off, reference, R, p, J):
+        frames.frame_pose_and_jacobian(
+            *_arrays(mvec, mrot, ints, vecs, rots, mats, n), carray(q, n), body,
+            carray(R_off, (3, 3)), carray(p_off, 3), reference, carray(R, (3, 3)), carray(p, 3),
+            carray(J, (6, n)))
+        return 1
+
 
 def entry(pack):
     """The entry points of the model `pack` (Chain.pack) over a workspace of their own."""
@@ -62,8 +71,8 @@ def entry(pack):
             _calls = None
         if _calls is not None:
             arrays = (*pack, *workspace_arrays(pack[0].shape[1]))
-            return _calls.Entry(_rnea.address, _mass.address, pack[0].shape[1], arrays,
-                                np.empty)
+            return _calls.Entry((_rnea.address, _mass.address, _frame.address),
+                                pack[0].shape[1], arrays, np.empty)
     return DispatcherEntry(pack)
 
 
@@ -93,6 +102,13 @@ class DispatcherEntry:
             return None
         M = np.empty((self.n, self.n))
         return M if mass.mass_matrix(*self._args(), q, M) else None
+
+    def frame_pose_and_jacobian(self, q, body, R_off, p_off, reference):
+        if not _plain(q, q, q) or len(q) != self.n:
+            return None
+        R, p, J = np.empty((3, 3)), np.empty(3), np.empty((6, self.n))
+        frames.frame_pose_and_jacobian(*self._args(), q, body, R_off, p_off, reference, R, p, J)
+        return R, p, J
 
 
 _F64 = np.dtype(np.float64)

@@ -167,6 +167,9 @@ class Chain:
             self.R0, self.p0, self.axis, self.h, self.inertia_origin, self.mass,
             self.base_acceleration, self.jtype, self.parent))
         object.__setattr__(self, "_workspaces", threading.local())
+        object.__setattr__(self, "_frames", {  # frame()'s answers: a kinematics call asks each time
+            name: (body, R, p) for body, links in enumerate(self.link_poses)
+            for name, R, p in links})
 
     @property
     def entry(self):
@@ -204,10 +207,10 @@ class Chain:
         fixed children included) and the link's fixed pose in that body's frame. ValueError
         names `what` and the link otherwise.
         """
-        for body, links in enumerate(self.link_poses):
-            for name, R, p in links:
-                if name == link:
-                    return body, R, p
+        try:
+            return self._frames[link]
+        except (KeyError, TypeError):  # TypeError: not a name
+            pass
         raise ValueError(f"{what} '{link}' is not a link the chain moves (links: "
                          f"{', '.join(name for links in self.lumped_links for name in links)})")
 
