@@ -23,6 +23,10 @@ typedef int (*frame_fn)(double *, double *, int64_t *, double *, double *, doubl
                         double *, Py_ssize_t, double *, double *, Py_ssize_t, double *, double *,
                         double *);
 
+typedef int (*step_fn)(double *, double *, int64_t *, double *, double *, double *, Py_ssize_t,
+                       double *, double *, double *, double *, double *, double *, double *,
+                       double, int, double *, double *);
+
 enum { MVEC, MROT, INTS, VECS, ROTS, MATS, ARRAYS };
 
 typedef struct {
@@ -30,6 +34,7 @@ typedef struct {
     rnea_fn rnea;
     mass_fn mass;
     frame_fn frame;
+    step_fn step;
     Py_ssize_t n;
     void *arrays[ARRAYS];
     PyObject *keep;          /* the arrays above, alive while the entry is */
@@ -142,15 +147,51 @@ static PyObject *Entry_frame_pose_and_jacobian(Entry *self, PyObject *const *arg
     return arrays;
 }
 
-/* Entry((rnea_address, mass_address, frame_address), n, (mvec, mrot, ints, vecs, rots, mats), numpy.empty):
+static PyObject *Entry_simulation_step(Entry *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "simulation_step(q, qd, tau, damping, friction, lower, "
+                                         "upper, dt, rk4)");
+        return NULL;
+    }
+    Py_ssize_t n = self->n;
+    double *in[7];
+    for (int k = 0; k < 7; k++)
+        if ((in[k] = plain(args[k], n, 1)) == NULL)
+            Py_RETURN_NONE;
+    double dt = PyFloat_AsDouble(args[7]);
+    int rk4 = PyObject_IsTrue(args[8]);
+    if ((dt == -1.0 || rk4 == -1) && PyErr_Occurred())
+        return NULL;
+    double *out[2];
+    PyObject *q = new_array(self, self->vector_shape, &out[0], n);
+    if (q == NULL)
+        return NULL;
+    PyObject *qd = new_array(self, self->vector_shape, &out[1], n);
+    if (qd == NULL) {
+        Py_DECREF(q);
+        return NULL;
+    }
+    void **a = self->arrays;
+    if (!self->step(a[MVEC], a[MROT], a[INTS], a[VECS], a[ROTS], a[MATS], n, in[0], in[1], in[2],
+                    in[3], in[4], in[5], in[6], dt, rk4, out[0], out[1])) {
+        Py_DECREF(q);  /* the step raised (a mass matrix no longer positive definite): the
+                          caller takes the dispatcher's path, which says so */
+        Py_DECREF(qd);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NN)", q, qd);  /* N: the tuple takes both references */
+}
+
+/* Entry((rnea_address, mass_address, frame_address, step_address), n, (mvec, mrot, ints, vecs, rots, mats), numpy.empty):
  * the arrays C-contiguous and writable, ints int64, the others float64. */
 static int Entry_init(Entry *self, PyObject *args, PyObject *kwargs)
 {
-    unsigned long long rnea, mass, frame;
+    unsigned long long rnea, mass, frame, step;
     Py_ssize_t n;
     PyObject *arrays, *empty;
-    if (!PyArg_ParseTuple(args, "(KKK)nO!O", &rnea, &mass, &frame, &n, &PyTuple_Type, &arrays,
-                          &empty))
+    if (!PyArg_ParseTuple(args, "(KKKK)nO!O", &rnea, &mass, &frame, &step, &n, &PyTuple_Type,
+                          &arrays, &empty))
         return -1;
     if (PyTuple_GET_SIZE(arrays) != ARRAYS || n < 1) {
         PyErr_SetString(PyExc_ValueError, "Entry needs n >= 1 and the six arrays of a model");
@@ -167,6 +208,7 @@ static int Entry_init(Entry *self, PyObject *args, PyObject *kwargs)
     self->rnea = (rnea_fn)(uintptr_t)rnea;
     self->mass = (mass_fn)(uintptr_t)mass;
     self->frame = (frame_fn)(uintptr_t)frame;
+    self->step = (step_fn)(uintptr_t)step;
     self->n = n;
     Py_XSETREF(self->keep, Py_NewRef(arrays));
     Py_XSETREF(self->empty, Py_NewRef(empty));
@@ -199,6 +241,9 @@ static PyMethodDef Entry_methods[] = {
      "M (n, n) for a float64 array q of n; None for anything else"},
     {"frame_pose_and_jacobian", (PyCFunction)(void (*)(void))Entry_frame_pose_and_jacobian,
      METH_FASTCALL, "(R, p, J) of a frame on `body` for a float64 array q of n; None else"},
+    {"simulation_step", (PyCFunction)(void (*)(void))Entry_simulation_step, METH_FASTCALL,
+     "(q, qd) after one simulator step; None for inputs that are not float64 arrays of n, or "
+     "when the step raised"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -92,3 +92,28 @@ def test_threads_sharing_a_chain_each_get_their_own_numbers():
     for t in threads:
         t.join()
     assert not wrong
+
+
+def test_the_simulators_step_from_c_is_the_dispatchers_and_a_blow_up_still_says_so():
+    """xArm7's file (stiff damping, friction, stops): steps from random states, moving, with
+    the URDF's passive torques, against the dispatcher's, bit for bit; a non-finite torque
+    makes the C step decline (None) and Simulation.step report the blow-up as before.
+    """
+    from dyn_control.sim.simulation import Simulation
+    chain = load_chain(str(robots_dir() / "xarm_description/urdf/xarm7.urdf"))
+    numba = DispatcherEntry(chain.pack)
+    rng = np.random.default_rng(7)
+    lower, upper = chain.position_min, chain.position_max
+    for _ in range(20):
+        q = rng.uniform(np.maximum(lower, -3), np.minimum(upper, 3))
+        qd, tau = rng.uniform(-2, 2, chain.n), rng.uniform(-20, 20, chain.n)
+        ours = chain.entry.simulation_step(q, qd, tau, chain.damping, chain.friction, lower,
+                                           upper, 1e-3, True)
+        theirs = numba.simulation_step(q, qd, tau, chain.damping, chain.friction, lower, upper,
+                                       1e-3, True)
+        assert all(np.array_equal(a, b) for a, b in zip(ours, theirs))
+    nan = np.full(chain.n, np.nan)
+    assert chain.entry.simulation_step(np.zeros(chain.n), np.zeros(chain.n), nan, chain.damping,
+                                       chain.friction, lower, upper, 1e-3, True) is None
+    sim = Simulation(chain, np.zeros(chain.n))
+    assert not sim.step(nan) and sim.blowups == 1 and not sim.qd.any()

@@ -1,5 +1,5 @@
 """The calls users make most, inverse_dynamics, mass_matrix and a frame's pose and Jacobian,
-entered from C.
+and the simulator's step, entered from C.
 
 numba's dispatcher types and unboxes every array of a call: for inverse dynamics' ten that
 costs more than the Newton-Euler pass of a 7-joint arm (docs/benchmarks.md). Here the passes are
@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from dyn_control.kernels import frames, newton_euler
+from dyn_control.kernels import frames, newton_euler, passive
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels.compile import HAVE_NUMBA
 from dyn_control.model.layout import (
@@ -61,6 +61,31 @@ if HAVE_NUMBA:
             carray(J, (6, n)))
         return 1
 
+    @jit
+    def _step_into(arrays, q, qd, tau, damping, friction, lower, upper, dt, rk4, q_out, qd_out):
+        """The step into q_out, qd_out; whether every value came out finite."""
+        mvec, mrot, ints, vecs, rots, mats = arrays
+        q_out[:], qd_out[:] = passive.simulation_step(
+            mvec, mrot, ints, vecs, rots, mats, q, qd, tau, damping, friction, lower, upper, dt,
+            rk4)
+        return np.isfinite(q_out).all() and np.isfinite(qd_out).all()
+
+    @cfunc(types.int32(*MODEL, F64, F64, F64, F64, F64, F64, F64, types.float64, types.int32,
+                       F64, F64), cache=True)
+    def _step(mvec, mrot, ints, vecs, rots, mats, n, q, qd, tau, damping, friction, lower, upper,
+              dt, rk4, q_out, qd_out):
+        arrays = _arrays(mvec, mrot, ints, vecs, rots, mats, n)
+        # a cfunc cannot raise: 0 (it raised, or a value came out non-finite: a blow-up) sends
+        # the caller to the dispatcher, which raises or gives the same numbers to check
+        try:
+            finite = _step_into(arrays, carray(q, n), carray(qd, n), carray(tau, n),
+                                carray(damping, n), carray(friction, n), carray(lower, n),
+                                carray(upper, n), dt, rk4 != 0, carray(q_out, n),
+                                carray(qd_out, n))
+        except Exception:  # noqa: BLE001 - numba catches only this broadly
+            return 0
+        return 1 if finite else 0
+
 
 def entry(pack):
     """The entry points of the model `pack` (Chain.pack) over a workspace of their own."""
@@ -71,7 +96,7 @@ def entry(pack):
             _calls = None
         if _calls is not None:
             arrays = (*pack, *workspace_arrays(pack[0].shape[1]))
-            return _calls.Entry((_rnea.address, _mass.address, _frame.address),
+            return _calls.Entry((_rnea.address, _mass.address, _frame.address, _step.address),
                                 pack[0].shape[1], arrays, np.empty)
     return DispatcherEntry(pack)
 
@@ -102,6 +127,10 @@ class DispatcherEntry:
             return None
         M = np.empty((self.n, self.n))
         return M if mass.mass_matrix(*self._args(), q, M) else None
+
+    def simulation_step(self, q, qd, tau, damping, friction, lower, upper, dt, rk4):
+        return passive.simulation_step(*self._args(), q, qd, tau, damping, friction, lower,
+                                       upper, dt, rk4)
 
     def frame_pose_and_jacobian(self, q, body, R_off, p_off, reference):
         if not _plain(q, q, q) or len(q) != self.n:
