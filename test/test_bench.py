@@ -26,9 +26,11 @@ def test_bench_quick_run_writes_table_and_json(tmp_path):
         "inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"}
     assert panda["inverse_dynamics_paired_ratio"] > 0
     assert all(v > 0 for v in panda["pinocchio_us"].values())
-    for name in ("inverse_dynamics", "mass_matrix"):  # both ways users write a call
-        assert set(data["per_call"][name]) == {"dc.f", "from-import"}
-        assert all(v > 0 for v in data["per_call"][name].values())
+    assert set(data["per_call"]) == {"panda", "kinova"}  # the Panda, and an arm timed nowhere
+    for arm in data["per_call"].values():                 # else
+        for name in ("inverse_dynamics", "mass_matrix"):  # both ways users write a call
+            assert set(arm[name]) == {"dc.f", "from-import"}
+            assert all(v > 0 for v in arm[name].values())
     ident = data["identification"]  # the regressor, and the fit of 60 s at 1 kHz
     assert ident["samples"] == 60000 and ident["fit_60s_at_1khz_s"] > 0
     assert ident["regressor_ours_us"] > 0 and ident["regressor_pinocchio_us"] > 0

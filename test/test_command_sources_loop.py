@@ -89,7 +89,7 @@ def test_two_controllers_each_hold_their_joints_of_one_simulated_arm(tmp_path):
 
 
 def _each_goal_on_its_own_controller(tmp_path, domain, urdf, sources, controllers,
-                                     simulator_params=None, duration=4.0):
+                                     simulator_params=None, duration=2.0):
     """Over DDS, synchronous: one simulator with `sources`, and per namespace of
     `controllers` ({ns: (joints, controller params)}) a controller and a trajectory_demo that
     sends it one goal over its joints through its own action, all on the one /joint_states.

@@ -32,7 +32,7 @@ def run(tmp_path_factory):
     params = {}
     for ns in NAMESPACES:  # each controller has only its own joints: the other's keys go unread
         params.update(_tolerances(ns))
-    result = world_loop(4.0, folder / "logs", 104, bag=folder / "bag", controller_params=params)
+    result = world_loop(2.0, folder / "logs", 104, bag=folder / "bag", controller_params=params)
     return result, folder
 
 
