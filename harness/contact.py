@@ -284,6 +284,11 @@ def _figures(r, names):
           "released": collision_to}
     r["phases"] = ph
     window = (tw >= ph["push_end"] - 0.3) & (tw < ph["push_end"])
+    if not window.any():  # a mean of nothing is NaN, not a figure: a missed phase
+        raise ValueError(f"no wrench estimate recorded over the push's last 0.3 s (push "
+                         f"{push_from:.3f} to {push_to:.3f} s; {tw.size} recorded, "
+                         f"{tw[0] if tw.size else float('nan'):.3f} to "
+                         f"{tw[-1] if tw.size else float('nan'):.3f} s)")
     F = wrench[window].mean(axis=0)
     error = np.linalg.norm(F + PUSH) / np.linalg.norm(PUSH)
     print(f"\npush of {np.linalg.norm(PUSH):.1f} N at the hand, {PUSH[:3].tolist()} N: the "
