@@ -45,17 +45,17 @@ def holdable_pose(chain, q, limits, share=HOLD_SHARE, samples=73):
         for i in np.flatnonzero(over):
             low, high = chain.position_min[i], chain.position_max[i]
             room = START_ROOM * (high - low)  # as zero_pose: a start on a stop has no room
-            low, high = (low + room, high - room) if np.isfinite(room) else (
-                q[i] - np.pi, q[i] + np.pi)
+            low, high = (low, high) if np.isfinite(room) else (q[i] - np.pi, q[i] + np.pi)
             start, values = q[i], np.linspace(low, high, samples)
-            loads = np.empty(samples)
-            for k, v in enumerate(values):
-                q[i] = v
+            loads = np.full(samples, np.inf)  # none within START_ROOM of a stop
+            inside = (values >= low + room) & (values <= high - room) if np.isfinite(room) \
+                else np.ones(samples, bool)
+            for k in np.flatnonzero(inside):
+                q[i] = values[k]
                 loads[k] = _load(chain, q, limits)
-            # under share, or else the least load (within round-off: a joint whose own value
-            # does not change its load, as a vertical lift, stays put), nearest the start
-            fits = loads <= max(share, loads.min() * (1 + 1e-9))
-            q[i] = values[np.argmin(np.where(fits, np.abs(values - start), np.inf))]
+            fits = loads <= share
+            q[i] = values[np.argmin(np.where(fits, np.abs(values - start), np.inf))
+                          if fits.any() else np.argmin(loads)]
     return q
 
 
