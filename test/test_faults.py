@@ -101,6 +101,11 @@ def test_controller_killed_and_restarted(ros, tmp_path):
         # of drift by the time the new controller started)
         wait_for(lambda: len(recorder.series("errors")[0]) > 2000, 60, "the first controller")
         wait_for(lambda: len(states.times) > 100, 30, "joint states at the test's subscription")
+        # and at rest when it dies: free running on a loaded machine, a stall leaves the arm
+        # moving and the last effort with feedback in it (4.05 N m from the new controller's
+        # gravity compensation once, beside busy-machine.sh), which is no restart's doing
+        wait_for(lambda: np.abs(recorder.series("errors")[1][-50:]).max() < 1e-4, 60,
+                 "the first controller to hold the arm at rest (|e| < 1e-4 rad, 50 ticks)")
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait()
         killed = time.monotonic()
