@@ -19,7 +19,7 @@ import numpy as np
 from dyn_control.kernels import mass_matrix as mass
 from dyn_control.kernels import newton_euler
 from dyn_control.kernels.newton_euler import NO_WRENCH
-from dyn_control.model.layout import with_gravity
+from dyn_control.model.layout import plain_vectors, with_gravity
 
 _ZERO3 = np.zeros(3)
 _mass_matrix = mass.mass_matrix
@@ -36,20 +36,9 @@ def as_vector(chain, x, name):
     return x
 
 
-def _plain(q, qd, x):
-    """Whether q, qd and x are float64 arrays of one dimension, the control loop's case: they go
-    to the kernels as they are. One chained test: three as_vector calls cost more than the
-    kernel's own work on a small arm.
-    """
-    try:
-        return q.dtype is qd.dtype is x.dtype is _F64 and q.ndim == qd.ndim == x.ndim == 1
-    except AttributeError:  # not arrays
-        return False
-
-
 def _vectors(chain, q, qd, x, name):
     """q, qd and a third (n,) vector `name`, as float64 arrays (as_vector)."""
-    if _plain(q, qd, x) and q.shape == qd.shape == x.shape == chain.vector_shape:
+    if plain_vectors(q, qd, x) and q.shape == qd.shape == x.shape == chain.vector_shape:
         return q, qd, x
     return as_vector(chain, q, "q"), as_vector(chain, qd, "qd"), as_vector(chain, x, name)
 

@@ -49,18 +49,15 @@ def _nodes(context):
                   output="screen",
                   parameters=[share("config", "simulator.yaml"), model, simulator,
                               {"publish_clock": sim_time}])]
-    demo = is_true(LaunchConfiguration("demo").perform(context))
+    executables = [("computed_torque_controller", "controller.yaml")]
+    if is_true(LaunchConfiguration("demo").perform(context)):
+        executables.append(("trajectory_demo", "demo.yaml"))
     for ns, name in zip(spaces, names):
-        arm_nodes = [Node(package=PACKAGE, executable="computed_torque_controller",
-                          name="computed_torque_controller", output="screen",
-                          parameters=[share("config", "controller.yaml"), model,
-                                      {"joints": joints[name], "use_sim_time": sim_time}])]
-        if demo:
-            arm_nodes.append(Node(package=PACKAGE, executable="trajectory_demo",
-                                  name="trajectory_demo", output="screen",
-                                  parameters=[share("config", "demo.yaml"), model,
-                                              {"joints": joints[name],
-                                               "use_sim_time": sim_time}]))
+        arm_nodes = [Node(package=PACKAGE, executable=executable, name=executable,
+                          output="screen",
+                          parameters=[share("config", config), model,
+                                      {"joints": joints[name], "use_sim_time": sim_time}])
+                     for executable, config in executables]
         nodes += in_namespace(ns, arm_nodes)
     return nodes
 

@@ -24,6 +24,7 @@ from dyn_control.model.layout import (
     VECS,
     VECTORS,
     Data,
+    plain_vectors,
     workspace_arrays,
 )
 
@@ -117,13 +118,13 @@ class DispatcherEntry:
             return self.local.data.args
 
     def inverse_dynamics(self, q, qd, qdd):
-        if not _plain(q, qd, qdd):
+        if not plain_vectors(q, qd, qdd):
             return None
         tau = np.empty(self.n)
         return tau if newton_euler.inverse_dynamics_plain(*self._args(), q, qd, qdd, tau) else None
 
     def mass_matrix(self, q):
-        if not _plain(q, q, q):
+        if not plain_vectors(q, q, q):
             return None
         M = np.empty((self.n, self.n))
         return M if mass.mass_matrix(*self._args(), q, M) else None
@@ -133,19 +134,8 @@ class DispatcherEntry:
                                        upper, dt, rk4)
 
     def frame_pose_and_jacobian(self, q, body, R_off, p_off, reference):
-        if not _plain(q, q, q) or len(q) != self.n:
+        if not plain_vectors(q, q, q) or len(q) != self.n:
             return None
         R, p, J = np.empty((3, 3)), np.empty(3), np.empty((6, self.n))
         frames.frame_pose_and_jacobian(*self._args(), q, body, R_off, p_off, reference, R, p, J)
         return R, p, J
-
-
-_F64 = np.dtype(np.float64)
-
-
-def _plain(q, qd, x):
-    """Whether q, qd and x are float64 arrays of one dimension (their lengths: the kernel's)."""
-    try:
-        return q.dtype is qd.dtype is x.dtype is _F64 and q.ndim == qd.ndim == x.ndim == 1
-    except AttributeError:  # not arrays
-        return False

@@ -76,3 +76,17 @@ class Data:
 def workspace_arrays(n):
     """(vecs, rots, matrices), zeros."""
     return np.zeros((VECS, n, 3)), np.zeros((ROTS, n, 3, 3)), np.zeros((2 * n + 6 + VECTORS, n))
+
+
+F64 = np.dtype(np.float64)  # a singleton: `is` is the cheapest dtype check
+
+
+def plain_vectors(q, qd, x):
+    """Whether q, qd and x are float64 arrays of one dimension, the control loop's case: they go
+    to the kernels as they are (their lengths the kernel checks). One chained test: three
+    conversions cost more than the kernel's own work on a small arm.
+    """
+    try:
+        return q.dtype is qd.dtype is x.dtype is F64 and q.ndim == qd.ndim == x.ndim == 1
+    except AttributeError:  # not arrays
+        return False
