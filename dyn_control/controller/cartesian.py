@@ -61,8 +61,8 @@ from dyn_control.kernels.linalg import (
     inverse_diagonal,
     matmul,
     matvec,
-    operational_space,
-    symmetric_eigen,
+    operational_space_from,
+    symmetric_eigen_from,
 )
 from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import rotation_log
@@ -87,7 +87,7 @@ def _clip_norm(e, start, limit):
 
 
 @jit
-def critical_damping(K, gain, V):
+def critical_damping(K, gain, V, U):
     """D (m, m) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
     diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
     L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
@@ -95,7 +95,8 @@ def critical_damping(K, gain, V):
     where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability. A direction the
     arm cannot move in (an arm of fewer than 6 joints, a singular pose) has a gain of round-off
     size: it is taken as 0, no damping there (1 / its root amplified round-off into a
-    torque of 1e4 N m within one tick on example-robot-data's double pendulum).
+    torque of 1e4 N m within one tick on example-robot-data's double pendulum). U (m, m): where
+    B's eigen-decomposition starts, the last tick's eigenvectors (symmetric_eigen_from).
     """
     m = K.shape[0]
     largest = 0.0
@@ -107,7 +108,7 @@ def critical_damping(K, gain, V):
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
     L, Linv = compose_eigen(V, root, np.empty((m, m))), compose_eigen(V, inv_root, np.empty((m, m)))
     B = compose_eigen(Linv, K, np.empty((m, m)))  # L^-1 K L^-1 (L^-1 is symmetric)
-    t, U = symmetric_eigen(B)
+    t, U = symmetric_eigen_from(B, U)
     for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
     return matmul(matmul(L, compose_eigen(U, t, np.empty((m, m)))), L)
@@ -155,6 +156,10 @@ class Task(NamedTuple):
     period: float  # s: the control period
     singularity_damping: float  # of Lambda's inverse
     limits: np.ndarray  # (n,) effort saturation
+    # the last call's eigenvectors (2, m, m): of J M^-1 J^T and of critical_damping's B, where
+    # this call's decompositions start (a tick moves the pose little: on the Panda 4 Jacobi
+    # sweeps instead of 5, 3.3 us a decomposition instead of 3.7)
+    bases: np.ndarray
 
 
 @jit
@@ -186,7 +191,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
             e[6 * k + r], jdqd[6 * k + r] = ek[r], one[r]
             for c in range(n):
                 J[6 * k + r, c] = J1[r, c]
-    MinvJt, Lam, gain, V = operational_space(L, J, task.singularity_damping)
+    MinvJt, Lam, gain, V = operational_space_from(L, J, task.singularity_damping, task.bases[0])
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
@@ -200,7 +205,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
         for k in range(m):
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
-        Dm = critical_damping(K, gain, V)
+        Dm = critical_damping(K, gain, V, task.bases[1])
     spring, F, xd = np.empty(m), np.empty(m), matvec(J, qd)
     damp = matvec(Dm, xd)
     for k in range(m):
@@ -301,7 +306,8 @@ class CartesianLaw:
             wrap=np.array(chain.continuous),  # writable: numba's fast dispatch path
             joint_damping=self.joint_damping, friction=self.friction,
             deadband=float(friction_deadband), period=float(period),
-            singularity_damping=float(singularity_damping), limits=self.limits)
+            singularity_damping=float(singularity_damping), limits=self.limits,
+            bases=np.array([np.eye(6 * f)] * 2))
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
         f = len(self.ee_links)

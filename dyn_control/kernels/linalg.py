@@ -106,8 +106,20 @@ def symmetric_eigen(A):
     """(s (m,), V (m, m)): the eigenvalues and eigenvectors (columns) of a symmetric A, by
     cyclic Jacobi rotations.
     """
+    return symmetric_eigen_from(A, np.eye(A.shape[0]))
+
+
+@jit
+def symmetric_eigen_from(A, V):
+    """symmetric_eigen, the rotations starting from the basis V (m, m) instead of the axes:
+    a control tick passes the last tick's eigenvectors, in which A is nearly diagonal
+    already (one sweep fewer to converge). V is made orthonormal first (its
+    round-off would otherwise grow from tick to tick) and holds the eigenvectors after; from
+    the axes (np.eye) it is symmetric_eigen's cold start, bit for bit.
+    """
     m = A.shape[0]
-    a, V = A.copy(), np.eye(m)
+    orthonormalize(V)
+    a = matmul(V.T, matmul(A, V))  # A in the basis V
     largest = 0.0
     for i in range(m):
         largest = max(largest, abs(a[i, i]))
@@ -139,6 +151,29 @@ def symmetric_eigen(A):
     for i in range(m):
         s[i] = a[i, i]
     return s, V
+
+
+@jit
+def orthonormalize(V):
+    """Make the columns of V (m, m) orthonormal in place, by modified Gram-Schmidt; the axes
+    stay exactly the axes.
+    """
+    m = V.shape[0]
+    for c in range(m):
+        for p in range(c):
+            dot = 0.0
+            for r in range(m):
+                dot += V[r, p] * V[r, c]
+            if dot != 0.0:
+                for r in range(m):
+                    V[r, c] -= dot * V[r, p]
+        norm = 0.0
+        for r in range(m):
+            norm += V[r, c] * V[r, c]
+        norm = math.sqrt(norm)
+        if norm != 1.0:
+            for r in range(m):
+                V[r, c] /= norm
 
 
 @jit
@@ -188,6 +223,14 @@ def operational_space(L, J, damping):
     (J M^-1 J^T)^-1, the task-space inertia, by the damped inverse (bounded at singular
     poses).
     """
+    return operational_space_from(L, J, damping, np.eye(J.shape[0]))
+
+
+@jit
+def operational_space_from(L, J, damping, V):
+    """operational_space with its eigen-decomposition started from V (symmetric_eigen_from),
+    which then holds the eigenvectors.
+    """
     m, n = J.shape
     MinvJt = np.empty((n, m))
     column = np.empty(n)
@@ -203,6 +246,6 @@ def operational_space(L, J, damping):
     for r in range(m):  # symmetric to the last bit, for the eigen-decomposition
         for c in range(r + 1, m):
             A[r, c] = A[c, r] = 0.5 * (A[r, c] + A[c, r])
-    s, V = symmetric_eigen(A)
+    s, V = symmetric_eigen_from(A, V)
     gain = damped_gains(s, damping)
     return MinvJt, compose_eigen(V, gain, np.empty((m, m))), gain, V
