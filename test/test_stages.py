@@ -13,7 +13,7 @@ from conftest import URDF_DIR, read_table
 from dyn_control import load_chain
 from dyn_control.controller.cartesian import CartesianLaw
 from dyn_control.controller.goals import INVALID_GOAL, Request
-from dyn_control.controller.laws import ControlLaw
+from dyn_control.controller.laws import ControlLaw, at_limit
 from dyn_control.controller.limits import OutputLimits
 from dyn_control.controller.settings import controller_settings
 from dyn_control.controller.statistics import Statistics
@@ -133,7 +133,7 @@ def test_statistics_count_ticks_and_saturation():
     limits = np.array([1.0, 1.0])
     for tau in ([0.5, 0.5], [1.0, 0.0], [0.0, -2.0]):
         stats.timing()
-        stats.tick(np.array(tau), limits, 0.0, said)
+        stats.tick(at_limit(np.array(tau), limits), 0.0, said)
     assert stats.ticks == 3 and stats.saturated == 2 and len(stats.compute_s) == 3
     p50, p99, worst = stats.compute_times()
     assert 0 < p50 <= p99 <= worst
@@ -150,3 +150,43 @@ def test_settings_are_frozen_and_are_the_laws_keyword_arguments(chain):
     assert cartesian.ee_links == s.cartesian.ee_link
     switched = dataclasses.replace(s, mode="cartesian_impedance")
     assert switched.joint is s.joint and s.mode == "gravity_pd"
+
+
+def test_the_compiled_limits_stage_blends_guards_and_bounds_in_that_order(chain):
+    # controller.limits.finish against its stages one by one: the holding law's g(q), the
+    # barriers' kernel and the rate bound's closed form, bit for bit (the same operations)
+    from dyn_control.controller import barriers
+    from dyn_control.controller.guard import Guard
+    from dyn_control.controller.limits import finish
+    from dyn_control.dynamics import gravity_torques
+    s = settings(chain)
+    guard = Guard(Said())
+    rate = np.full(7, 100.0)
+    guard.configure(s.model, s.guard, s.limits, 1e-3, s.cartesian.ee_link, rate)
+    q = chain.position_max - 0.01  # inside every margin: the barriers act
+    qd = np.full(7, 0.1)
+    law = np.linspace(-5.0, 5.0, 7)
+
+    def run(share, previous, since):
+        return finish(*guard.data.args, *guard.stage.args, law.copy(), q, qd, share, False,
+                      previous, since)
+
+    g = np.clip(gravity_torques(chain, q), -s.limits, s.limits)
+    blended = g + 0.25 * (law - g)
+    barrier = np.empty(7)
+    active, fault = barriers.joint_barriers(
+        *guard.data.args, q, qd, guard.lower, guard.upper, guard.margin,
+        s.guard.position_stiffness, s.guard.position_damping, guard.velocity_limit,
+        s.guard.velocity_fraction, s.guard.velocity_damping, 1e-3, barrier)
+    assert active and fault == -1
+    expected = np.clip(blended + barrier, -s.limits, s.limits)
+    out, finite, active, fault, _ = run(0.25, None, 0.0)  # no command before: no bound
+    np.testing.assert_array_equal(out, expected)
+    assert finite and active and fault == -1
+    previous = np.zeros(7)  # closed form: at most 100 N m/s * 0.01 s = 1 N m of change
+    out, *_ = run(0.25, previous, 0.01)
+    np.testing.assert_array_equal(out, np.clip(expected, -1.0, 1.0))
+    out, *_ = run(1.0, previous, 0.0)  # no time since the last command: the last command
+    np.testing.assert_array_equal(out, previous)
+    law[3] = np.nan
+    assert not run(1.0, None, 0.0)[1]  # not finite: the core sends nothing

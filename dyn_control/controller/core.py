@@ -40,7 +40,7 @@ from dyn_control.controller.contact import ContactMonitor
 from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
 from dyn_control.controller.guard import Guard
 from dyn_control.controller.laws import ControlLaw, TeachLaw
-from dyn_control.controller.limits import OutputLimits
+from dyn_control.controller.limits import OutputLimits, finish
 from dyn_control.controller.statistics import Statistics, report
 from dyn_control.controller.target import CartesianTarget, too_stiff
 from dyn_control.controller.tracking import GoalTracker
@@ -120,7 +120,8 @@ class ControllerCore(Events):
         if s.mode == TEACH and contact is not None:  # a person's push is the input: report it
             contact = replace(contact, reaction="none")
         self.contact.configure(self.model, contact, s.cartesian.ee_link, self.limits, joint)
-        self.guard.configure(self.model, s.guard, self.limits, joint.period, s.cartesian.ee_link)
+        self.guard.configure(self.model, s.guard, self.limits, joint.period, s.cartesian.ee_link,
+                             s.max_effort_rate)
         was = before is not None and before.mode == CARTESIAN_IMPEDANCE
         if cartesian_mode:
             if not was or before.cartesian.ee_link != s.cartesian.ee_link:
@@ -283,26 +284,30 @@ class ControllerCore(Events):
                 desired = self.goals.reference(t, q)
                 tau, e, ed = self.law(q, qd, *desired, 0.0)
             errors = (e, ed)
-        tau = self.guard.add(self._soft_start(t, q, tau), t, q, qd,
-                             walls=mode in (CARTESIAN_IMPEDANCE, TEACH) and not fault)
+        self.guard.before(t)
+        previous, since = self.output.since(t)
+        walls = mode in (CARTESIAN_IMPEDANCE, TEACH) and not fault
+        tau, finite, active, over, saturated = finish(
+            *self.guard.data.args, *self.guard.stage.args, tau, q, qd, self._soft_start(t),
+            walls, previous, since)
+        self.guard.after(active, over, qd)
         if self.guard.fault and not fault:
             self._on_fault(self.guard.fault)
-        self.stats.tick(tau, self.limits, t, self._say)
-        return self._send(Command(t, tau, desired, errors, None if target is None else task.error))
+        self.stats.tick(saturated, t, self._say)
+        if self.output.take(tau, finite, t) is None:
+            return None
+        return self._out(Command(t, tau, desired, errors, None if target is None else task.error))
 
-    def _soft_start(self, t, q, tau):
-        """The law's tau with its gains ramped in over soft_start s since ramp_from: gravity
-        compensation g(q) plus that share of the rest.
+    def _soft_start(self, t):
+        """The share of the law's gains in the command at state time t: they ramp in over
+        soft_start s since ramp_from, on top of gravity compensation g(q) (limits.finish).
         """
         if self.ramp_from is None:
-            return tau
+            return 1.0
         share = (t - self.ramp_from) / self.settings.soft_start if self.settings.soft_start else 1
         if share >= 1.0:
             self.ramp_from = None
-            return tau
-        zero = np.zeros(self.model.n)
-        g = self.hold_law(q, zero, q, zero, zero)[0]
-        return g + max(share, 0.0) * (tau - g)
+        return float(share)
 
     def _on_fault(self, reason):
         """A velocity fault: hold where the arm is, as on a collision; the goal ends."""
@@ -327,17 +332,19 @@ class ControllerCore(Events):
         return self._send(Command(last + self.watchdog.period, tau, None, None))
 
     def _send(self, command):
-        """The limits stage: rate-limited, never a non-finite command (None then); without
-        g(q) where the arm adds its own (the stages before and the observer keep the whole
-        torque: what the joints get).
-        """
+        """The watchdog's hold: rate-limited, never a non-finite command (None then)."""
         tau = self.output.apply(command.tau, command.t, self.settings.max_effort_rate)
-        if tau is None:
-            return None
+        return None if tau is None else self._out(command._replace(tau=tau))
+
+    def _out(self, command):
+        """A limited command, sent: without g(q) where the arm adds its own (the stages before
+        and the observer keep the whole torque: what the joints get).
+        """
         if self.settings.arm_compensates_gravity:
-            tau = tau - gravity_torques(self.model, self.state[1])
-        self.last = command._replace(tau=tau)
-        return self.last
+            command = command._replace(tau=command.tau - gravity_torques(self.model,
+                                                                         self.state[1]))
+        self.last = command
+        return command
 
     # ------------------------------------------------------------------ what it reports
 
@@ -393,7 +400,6 @@ def warm_up(settings):
         warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
         warm.update(0.0, (0.5, q, zero))
         warm.update(1.0)
-    warm.guard._walls(q, zero)  # the walls' kernel, where none is set: one may be later
     targets = [kinematics.frame_pose(model, q, link) for link in warm.cartesian.ee_links]
     warm.cartesian(q, zero, np.array([R for R, _ in targets]), np.array([p for _, p in targets]),
                    np.zeros(6 * len(targets)), q)  # whatever the stiffness: the law itself

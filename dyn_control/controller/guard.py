@@ -1,19 +1,21 @@
-"""The guard stage, between the law and the rate limit, in every mode: the barriers of
+"""The guard, between the law and the rate limit, in every mode: the barriers of
 dyn_control.controller.barriers at the joint limits, the velocity damping and its fault, and the
-walls of the Cartesian modes and teach; the walls also clamp the Cartesian targets. It adds its
-torque to the law's, within the effort limits; the core reacts to a velocity fault (a hold, as on a
-collision).
+walls of the Cartesian modes and teach; the walls also clamp the Cartesian targets. Its torque is
+added to the law's, within the effort limits, by the compiled limits stage
+(controller.limits.finish), which reads the arrays configured here; the core reacts to a
+velocity fault (a hold, as on a collision).
 """
 
 import numpy as np
 
 from dyn_control.controller import barriers
-from dyn_control.controller.laws import saturate
+from dyn_control.controller.limits import Stage
 
 
 class Guard:
-    """configure(model, settings.Limits, effort limits, control period, ee_links); `start(t, q)`
-    at the first state; `add(tau, t, q, qd, walls)` adds the barriers to a law's tau. What it
+    """configure(model, settings.Limits, effort limits, control period, ee_links, rate limit):
+    the limits stage's arguments (`stage`, controller.limits.Stage); `start(t, q)`
+    at the first state; `before(t)` and `after(...)` around each tick's limits stage. What it
     reports: `torque` (the last barrier torques), `ticks` (ticks with a barrier on), `fault`
     (the velocity fault, one line, until `clear`), `faults`, `clamped` (targets moved inside a
     wall).
@@ -26,22 +28,23 @@ class Guard:
         self.faults = self.ticks = self.clamped = 0
         self.recovering = None  # (t0, margins at t0) while a joint gets its margin back
 
-    def configure(self, model, settings, limits, period, ee_links):
+    def configure(self, model, settings, limits, period, ee_links, max_rate):
+        """...and max_rate (n,) N m/s, the rate limit, which the limits stage applies after."""
         self.model, self.settings, self.limits, self.ee_links = model, settings, limits, ee_links
         self.lower, self.upper = model.position_min, model.position_max
         self.velocity_limit = np.where(model.velocity_limits > 0, model.velocity_limits, np.inf)
-        self.period = period
         self.data = model.workspace()
-        self.torque = np.zeros(model.n)
-        self.margin = settings.position_margin.copy() if settings.enabled else np.zeros(model.n)
         self.walls = settings.enabled and (np.isfinite(settings.workspace_min).any() or
                                            np.isfinite(settings.workspace_max).any())
-        # the compiled walls' arguments: each ee_link's frame and box, and scratch
-        self.wall_args = (
-            *model.frame_arrays(ee_links),
-            np.asarray(settings.workspace_min, float).reshape(-1, 3),
-            np.asarray(settings.workspace_max, float).reshape(-1, 3))
-        self.scratch = (np.empty((3, 3)), np.empty(3), np.empty((6, model.n)), np.empty(3))
+        # the compiled stage's arguments: each ee_link's frame and box, and scratch; the
+        # margins and the barrier torques are views of its rows
+        wall_args = (*model.frame_arrays(ee_links),
+                     np.asarray(settings.workspace_min, float).reshape(-1, 3),
+                     np.asarray(settings.workspace_max, float).reshape(-1, 3))
+        scratch = (np.empty((3, 3)), np.empty(3), np.empty((6, model.n)), np.empty(3))
+        self.stage = Stage(limits, settings, self.lower, self.upper, self.velocity_limit, period,
+                           self.walls, wall_args, scratch, max_rate)
+        self.margin, self.torque = self.stage.margin, self.stage.torque
 
     @property
     def enabled(self):
@@ -82,43 +85,27 @@ class Guard:
         t0, start = self.recovering
         share = min(max((t - t0) / barriers.RECOVERY_TIME, 0.0), 1.0)
         full = self.settings.position_margin
-        self.margin = start + share * (full - start)
+        self.margin[:] = start + share * (full - start)  # in place: the limits stage reads it
         if share >= 1.0:
-            self.recovering, self.margin = None, full.copy()
+            self.recovering = None
+            self.margin[:] = full
 
-    def add(self, tau, t, q, qd, walls):
-        """tau (n,) plus the barriers at (q, qd), saturated, in place -> tau. walls: whether the
-        Cartesian walls act (the Cartesian modes and teach). A joint over its velocity limit
-        sets `fault` (once, until cleared).
-        """
-        s = self.settings
-        if not s.enabled:
-            return tau
+    def before(self, t):
+        """A tick at state time t is coming: a joint getting its margin back gets it."""
         if self.recovering is not None:
             self._recover(t)
-        active, over = barriers.joint_barriers(
-            *self.data.args, q, qd, self.lower, self.upper, self.margin, s.position_stiffness,
-            s.position_damping, self.velocity_limit, s.velocity_fraction, s.velocity_damping,
-            self.period, self.torque)
-        if walls and self.walls:
-            active = self._walls(q, qd) or active
+
+    def after(self, active, over, qd):
+        """What the limits stage found (controller.limits.finish): whether a barrier acted, and
+        the first joint over its velocity limit (-1: none), which sets `fault` (once, until
+        cleared).
+        """
         if over >= 0 and self.fault is None:
             self.faults += 1
             name, limit = self.model.joint_names[over], self.velocity_limit[over]
             self.fault = (f"velocity fault: joint '{name}' at {abs(qd[over]):.4g} over its "
                           f"velocity limit {limit:.4g}")
-        if not active:
-            return tau
-        self.ticks += 1
-        tau += self.torque
-        return saturate(tau, self.limits)
-
-    def _walls(self, q, qd):
-        """The walls' J^T F on each ee_link, into self.torque -> whether any acts."""
-        s = self.settings
-        return barriers.wall_barriers(*self.data.args, q, qd, *self.wall_args,
-                                      s.workspace_margin, s.workspace_stiffness,
-                                      s.workspace_damping, *self.scratch, self.torque)
+        self.ticks += bool(active)
 
     def clamp(self, p, frame):
         """A target position p (3,) for ee_link `frame`, moved inside its walls' box (their

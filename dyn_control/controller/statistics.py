@@ -8,7 +8,6 @@ from collections import deque
 import numpy as np
 
 from dyn_control import kinematics
-from dyn_control.controller.laws import at_limit
 from dyn_control.cores import REPORT_EVERY
 
 
@@ -28,13 +27,13 @@ class Statistics:
     def timing(self):
         self.start = time.perf_counter()
 
-    def tick(self, tau, limits, t, say):
-        """Count a tick whose torque is tau at state time t; every REPORT_EVERY s of it, say
-        the compute time.
+    def tick(self, saturated, t, say):
+        """Count a tick at state time t, and whether its torque was at an effort limit; every
+        REPORT_EVERY s of it, say the compute time.
         """
         self.compute_s.append(time.perf_counter() - self.start)
         self.ticks += 1
-        self.saturated += at_limit(tau, limits)
+        self.saturated += bool(saturated)
         if t >= self.next_report:
             self.next_report = t + REPORT_EVERY
             say("info", self.report())
