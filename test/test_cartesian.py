@@ -300,7 +300,7 @@ def test_the_decompositions_started_from_the_last_tick_give_the_cold_starts_comm
         tau_warm, _ = warm(q, qd, R_d, p_d, np.zeros(6), q0)
         taus = []
         for start in (np.eye(6), np.eye(6)[::-1]):
-            cold.task.bases[:] = start
+            cold.bases[:] = start
             taus.append(cold(q, qd, R_d, p_d, np.zeros(6), q0)[0])
         largest = np.abs(taus[0]).max()
         worst = max(worst, np.abs(tau_warm - taus[0]).max() / largest)

@@ -33,7 +33,6 @@ J-bar^T N^T = 0, so K e = -w_x: the static stiffness is K exactly (test_cartesia
 """
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
@@ -135,43 +134,32 @@ def pose_error(R, p, R_d, p_d, max_error):
 
 
 
-class Task(NamedTuple):
-    """What `_law` takes besides the model, its workspace and the state: CartesianLaw's settings
-    as the compiled law reads them, for f frames stacked in one task of m = 6 f rows.
-    """
-
-    frame_bodies: np.ndarray  # (f,) the bodies of the ee_links
-    R_offs: np.ndarray  # (f, 3, 3): each link's pose in its body
-    p_offs: np.ndarray  # (f, 3)
-    K: np.ndarray  # (m,) stiffness
-    D: np.ndarray  # (m,) damping; a negative entry is unset (critical)
-    operational: bool  # operational_space
-    max_error: np.ndarray  # (2,) m, rad: the error norms' clip (0: none)
-    Kn: np.ndarray  # (n,) nullspace stiffness
-    Dn: np.ndarray  # (n,) nullspace damping; negative: unset (critical)
-    wrap: np.ndarray  # (n,) bool: a continuous joint, whose error wraps
-    joint_damping: np.ndarray  # (n,) the joint damping to compensate (zeros: none)
-    friction: np.ndarray  # (n,) the Coulomb friction to compensate (zeros: none)
-    deadband: float  # rad: friction_deadband
-    period: float  # s: the control period
-    singularity_damping: float  # of Lambda's inverse
-    limits: np.ndarray  # (n,) effort saturation
-    # the last call's eigenvectors (2, m, m): of J M^-1 J^T and of critical_damping's B, where
-    # this call's decompositions start (a tick moves the pose little: on the Panda 4 Jacobi
-    # sweeps instead of 5, 3.3 us a decomposition instead of 3.7)
-    bases: np.ndarray
+# the rows of the law's per-joint array (6, n) and the entries of its values
+NULLSPACE_STIFFNESS, NULLSPACE_DAMPING, WRAP, JOINT_DAMPING, FRICTION, LIMITS = range(6)
+OPERATIONAL, MAX_POSITION_ERROR, MAX_ROTATION_ERROR, DEADBAND, PERIOD, SINGULARITY = range(6)
 
 
 @jit
-def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
-    """The law of the module docstring -> (tau (n,), e (6 f,)), for the frames of `task` (Task)
-    and their targets R_d (f, 3, 3), p_d (f, 3); w (6 f,). One kinematics pass fills the
-    workspace's poses, which M, the bias, the frames' Jacobians and J-dot qd then read.
+def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains, joints, values,
+         bases, q, qd, R_d, p_d, w, q_n):
+    """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames (frame_bodies
+    (f,), R_offs (f, 3, 3), p_offs (f, 3): each link's pose in its body) and their targets R_d
+    (f, 3, 3), p_d (f, 3); w (6 f,). CartesianLaw's settings as plain arrays (numba unboxes a
+    NamedTuple field by field, 1.9 us a call): gains (2, 6 f), the stiffness K and the damping
+    D (negative: unset, critical); joints (6, n), rows NULLSPACE_STIFFNESS.. LIMITS (WRAP: 1 on a
+    continuous joint, whose error wraps; the damping and friction to compensate, zeros: none);
+    values, entries OPERATIONAL.. SINGULARITY (the error norms' clip: 0 none); bases (2, 6 f,
+    6 f): the last call's eigenvectors, of J M^-1 J^T and of critical_damping's B, where this
+    call's decompositions start (a tick moves the pose little: on the Panda 4 Jacobi sweeps
+    instead of 5). One kinematics pass fills the workspace's poses, which M, the bias, the
+    frames' Jacobians and J-dot qd then read.
     """
-    frame_bodies, R_offs, p_offs = task.frame_bodies, task.R_offs, task.p_offs
-    K, D, operational, max_error = task.K, task.D, task.operational, task.max_error
-    Kn, Dn, wrap, damping_b = task.Kn, task.Dn, task.wrap, task.joint_damping
-    friction, deadband, period, limits = task.friction, task.deadband, task.period, task.limits
+    K, D = gains[0], gains[1]
+    Kn, Dn, wrap = joints[NULLSPACE_STIFFNESS], joints[NULLSPACE_DAMPING], joints[WRAP]
+    damping_b, friction, limits = joints[JOINT_DAMPING], joints[FRICTION], joints[LIMITS]
+    operational = values[OPERATIONAL] != 0.0
+    max_error = values[MAX_POSITION_ERROR:MAX_ROTATION_ERROR + 1]
+    deadband, period = values[DEADBAND], values[PERIOD]
     n, f = q.shape[0], frame_bodies.shape[0]
     m = 6 * f
     model, data = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
@@ -191,7 +179,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
             e[6 * k + r], jdqd[6 * k + r] = ek[r], one[r]
             for c in range(n):
                 J[6 * k + r, c] = J1[r, c]
-    MinvJt, Lam, gain, V = operational_space_from(L, J, task.singularity_damping, task.bases[0])
+    MinvJt, Lam, gain, V = operational_space_from(L, J, values[SINGULARITY], bases[0])
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
@@ -205,7 +193,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
         for k in range(m):
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
-        Dm = critical_damping(K, gain, V, task.bases[1])
+        Dm = critical_damping(K, gain, V, bases[1])
     spring, F, xd = np.empty(m), np.empty(m), matvec(J, qd)
     damp = matvec(Dm, xd)
     for k in range(m):
@@ -224,7 +212,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, task, q, qd, R_d, p_d, w, q_n):
     tau_n, pull_n = np.empty(n), np.empty(n)
     for i in range(n):
         err = q_n[i] - q[i]
-        if wrap[i]:
+        if wrap[i] != 0.0:
             err = wrapped(err)
         dn = Dn[i] if Dn[i] >= 0 else 2.0 * math.sqrt(Kn[i] * inertia[i])
         pull_n[i] = Kn[i] * err
@@ -300,20 +288,19 @@ class CartesianLaw:
         R_offs = np.array([R for _, R, _ in frames]).reshape(f, 3, 3)
         p_offs = np.array([p for _, _, p in frames]).reshape(f, 3)
         self.data = Data(chain.pack)  # the law's workspace
-        self.task = Task(
-            frame_bodies=bodies, R_offs=R_offs, p_offs=p_offs, K=self.K, D=self.D,
-            operational=self.operational_space, max_error=self.max_error, Kn=self.Kn, Dn=self.Dn,
-            wrap=np.array(chain.continuous),  # writable: numba's fast dispatch path
-            joint_damping=self.joint_damping, friction=self.friction,
-            deadband=float(friction_deadband), period=float(period),
-            singularity_damping=float(singularity_damping), limits=self.limits,
-            bases=np.array([np.eye(6 * f)] * 2))
+        joints = np.array([self.Kn, self.Dn, chain.continuous, self.joint_damping, self.friction,
+                           self.limits], dtype=float)
+        values = np.array([self.operational_space, *self.max_error, friction_deadband, period,
+                           singularity_damping], dtype=float)
+        self.bases = np.array([np.eye(6 * f)] * 2)  # (_law)
+        self._args = (*self.data.args, bodies, R_offs, p_offs, np.array([self.K, self.D]), joints,
+                      values, self.bases)
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
         f = len(self.ee_links)
         # the arrays' own reshape: np.reshape's dispatch cost 0.6 us a call, three a tick
         R_d, p_d, w = np.asarray(R_d), np.asarray(p_d), np.asarray(w)
-        return _law(*self.data.args, self.task, q, qd, R_d.reshape(f, 3, 3), p_d.reshape(f, 3),
+        return _law(*self._args, q, qd, R_d.reshape(f, 3, 3), p_d.reshape(f, 3),
                     w.reshape(6 * f), q_n)
 
     def jacobian(self, q):
