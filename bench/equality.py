@@ -263,8 +263,17 @@ def main():
     print(f"{len(keys)} arrays on {arms} models against {args.rev}: "
           f"{len(keys) - len(differ)} equal bit for bit, {len(differ)} differ")
     for key in differ:
-        print(f"  differs: {key}")
+        print(f"  differs: {key}{relative_difference(before, after, key)}")
     return 1 if differ else 0
+
+
+def relative_difference(before, after, key):
+    """By how much an array differs: its largest change over its largest magnitude."""
+    if key not in after.files or before[key].shape != after[key].shape:
+        return " (missing, or of another shape)"
+    a, b = before[key], after[key]
+    change = np.nanmax(np.abs(a - b)) / max(np.nanmax(np.abs(a)), 1e-300)
+    return f" (by {change:.1e} of its largest)"
 
 
 if __name__ == "__main__":

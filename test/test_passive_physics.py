@@ -22,7 +22,7 @@ from examples import inertial, joint, link, robot
 
 from dyn_control import gravity_torques, load_chain
 from dyn_control.controller.trajectory import Trajectory
-from dyn_control.kernels.passive import passive_velocity
+from dyn_control.kernels.passive import active_set, passive_velocity
 from dyn_control.sim.simulation import Simulation
 
 ARMS = arm_paths()
@@ -62,6 +62,12 @@ def test_passive_velocity_meets_its_optimality_conditions():
         assert np.all(residual[at_stop] >= -dt * friction[at_stop] - tol)  # the stop only pushes
         assert np.all(v >= v_min - 1e-15)
         assert v @ M @ v <= v_free @ M @ v_free * (1 + 1e-12) + 1e-300
+        # the exact active-set solve settles by itself: the coordinate descent behind it is
+        # only the fallback (identical answers: the minimum is unique)
+        A, b = M + dt * np.diag(damping), M @ v_free
+        start = np.linalg.solve(A, b)
+        assert active_set(A, b, dt * friction, v_min, np.full(n, np.inf), start)
+        np.testing.assert_allclose(start, v, atol=tol)
 
 
 @pytest.mark.parametrize("accel,end,at_end_velocity", [(-3.0, -1.5, -1.0), (-0.5, 0.0, 0.0),
