@@ -168,8 +168,8 @@ def test_the_compiled_limits_stage_blends_guards_and_bounds_in_that_order(chain)
     law = np.linspace(-5.0, 5.0, 7)
 
     def run(share, previous, since):
-        return finish(*guard.data.args, *guard.stage.args, law.copy(), q, qd, share, False,
-                      previous, since)
+        return finish(*guard.data.args, *guard.stage.args, share, False, previous, since,
+                      law.copy(), q, qd)
 
     g = np.clip(gravity_torques(chain, q), -s.limits, s.limits)
     blended = g + 0.25 * (law - g)
@@ -190,3 +190,41 @@ def test_the_compiled_limits_stage_blends_guards_and_bounds_in_that_order(chain)
     np.testing.assert_array_equal(out, previous)
     law[3] = np.nan
     assert not run(1.0, None, 0.0)[1]  # not finite: the core sends nothing
+
+
+def test_each_law_with_the_stage_in_one_call_equals_the_two_calls(chain):
+    # controller.limits' joint_tick, cartesian_tick and teach_tick against the law's own call
+    # and finish after it (on the guard's workspace), bit for bit: near every joint's upper
+    # limit (the barriers act), moving, the soft start half way, walls set, a rate limit
+    from dyn_control.controller.guard import Guard
+    from dyn_control.controller.laws import TeachLaw
+    from dyn_control.controller.limits import cartesian_tick, finish, joint_tick, teach_tick
+    s = settings(chain, **{"limits.workspace_min": [-0.3, -0.3, 0.0],
+                           "limits.workspace_max": [0.3, 0.3, 2.0]})
+    guard = Guard(Said())
+    guard.configure(s.model, s.guard, s.limits, 1e-3, s.cartesian.ee_link, np.full(7, 100.0))
+    q, qd = chain.position_max - 0.05, np.full(7, 0.2)
+    limits = (*guard.stage.args, 0.5, True, np.zeros(7), 1e-3)
+
+    def apart(tau):
+        return finish(*guard.data.args, *limits, tau, q, qd)
+
+    def same(found, expected):
+        np.testing.assert_array_equal(found[0], expected[0])
+        assert found[1:] == expected[1:]
+
+    desired = (Q, np.zeros(7), np.ones(7))
+    laws = [ControlLaw(s.model, **vars(s.joint), limits=s.limits) for _ in range(2)]
+    e, ed, found = joint_tick(laws[0], q, qd, desired, 1e-3, limits)
+    tau, e2, ed2 = laws[1](q, qd, *desired, 1e-3)
+    same(found, apart(tau))
+    np.testing.assert_array_equal(np.concatenate([e, ed]), np.concatenate([e2, ed2]))
+    cartesians = [CartesianLaw(s.model, **vars(s.cartesian), limits=s.limits) for _ in range(2)]
+    R, p = frame_pose(chain, Q, s.cartesian.ee_link[0])
+    target = (R, p, np.zeros(6), Q)
+    error, found = cartesian_tick(cartesians[0], q, qd, *target, limits)
+    tau, error2 = cartesians[1](q, qd, *target)
+    same(found, apart(tau))
+    np.testing.assert_array_equal(error, error2)
+    teach = TeachLaw(s.model, s.teach_damping, s.limits)
+    same(teach_tick(teach, q, qd, limits), apart(teach(q, qd)))

@@ -40,7 +40,13 @@ from dyn_control.controller.contact import ContactMonitor
 from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
 from dyn_control.controller.guard import Guard
 from dyn_control.controller.laws import ControlLaw, TeachLaw
-from dyn_control.controller.limits import OutputLimits, finish
+from dyn_control.controller.limits import (
+    OutputLimits,
+    cartesian_tick,
+    finish,
+    joint_tick,
+    teach_tick,
+)
 from dyn_control.controller.statistics import Statistics, report
 from dyn_control.controller.target import CartesianTarget, too_stiff
 from dyn_control.controller.tracking import GoalTracker
@@ -265,31 +271,31 @@ class ControllerCore(Events):
         reacting = self.contact.reacting
         target = (self.target.reference(q, dt)
                   if mode == CARTESIAN_IMPEDANCE and not (reacting or fault) else None)
+        # the limits stage's arguments (controller.limits): it runs in the law's compiled call
+        self.guard.before(t)
+        walls = mode in (CARTESIAN_IMPEDANCE, TEACH) and not fault
+        limits = (*self.guard.stage.args, self._soft_start(t), walls, *self.output.since(t))
+        desired = errors = None
         if fault:  # a velocity fault: hold where the arm was (controller.tracking's hold)
             desired = self.goals.reference(t, q)
-            tau, e, ed = self.law(q, qd, *desired, 0.0)
+            e, ed, found = joint_tick(self.law, q, qd, desired, 0.0, limits)
             errors = (e, ed)
         elif reacting and self.settings.contact.reaction == "comply":
-            tau, desired, errors = self.contact.comply(q, qd, dt), None, None
+            found = finish(*self.guard.data.args, *limits, self.contact.comply(q, qd, dt), q, qd)
         elif target is not None:
             task = self.target.task
-            tau, task.error = self.cartesian(q, qd, *target, task.wrench, task.posture)
-            desired = errors = None
+            task.error, found = cartesian_tick(self.cartesian, q, qd, *target, task.wrench,
+                                               task.posture, limits)
         elif mode == TEACH:
-            tau, desired, errors = self.teach(q, qd), None, None
+            found = teach_tick(self.teach, q, qd, limits)
         else:
             desired = self.goals.reference(t, q)
-            tau, e, ed = self.law(q, qd, *desired, dt)
+            e, ed, found = joint_tick(self.law, q, qd, desired, dt, limits)
             if self.goals.monitor(self.state, e, ed):  # aborted: the hold's command
                 desired = self.goals.reference(t, q)
-                tau, e, ed = self.law(q, qd, *desired, 0.0)
+                e, ed, found = joint_tick(self.law, q, qd, desired, 0.0, limits)
             errors = (e, ed)
-        self.guard.before(t)
-        previous, since = self.output.since(t)
-        walls = mode in (CARTESIAN_IMPEDANCE, TEACH) and not fault
-        tau, finite, active, over, saturated = finish(
-            *self.guard.data.args, *self.guard.stage.args, tau, q, qd, self._soft_start(t),
-            walls, previous, since)
+        tau, finite, active, over, saturated = found
         self.guard.after(active, over, qd)
         if self.guard.fault and not fault:
             self._on_fault(self.guard.fault)
@@ -400,6 +406,9 @@ def warm_up(settings):
         warm.offer(Request(tuple(model.joint_names), 0.0, ((1.0, q, (), ()),)))
         warm.update(0.0, (0.5, q, zero))
         warm.update(1.0)
+    # comply's command (after a collision) takes the limits stage in a call of its own
+    finish(*warm.guard.data.args, *warm.guard.stage.args, 1.0, False, zero, 0.0, zero.copy(), q,
+           zero)
     targets = [kinematics.frame_pose(model, q, link) for link in warm.cartesian.ee_links]
     warm.cartesian(q, zero, np.array([R for R, _ in targets]), np.array([p for _, p in targets]),
                    np.zeros(6 * len(targets)), q)  # whatever the stiffness: the law itself

@@ -310,9 +310,14 @@ class ControlLaw:
         q, qd = as_vector(c, q, "q"), as_vector(c, qd, "qd")
         q_d, qd_d, qdd_d = (as_vector(c, q_d, "q_d"), as_vector(c, qd_d, "qd_d"),
                             as_vector(c, qdd_d, "qdd_d"))
-        if self._torque is None:
+        if not self.registered:
             return _law(*self._args, q, qd, q_d, qd_d, qdd_d, self.integral, float(dt))
         return self._registered(q, qd, q_d, qd_d, qdd_d, float(dt))
+
+    @property
+    def registered(self):
+        """Whether the mode is one register_mode added (its torque is compiled apart)."""
+        return self._torque is not None
 
     def _registered(self, q, qd, q_d, qd_d, qdd_d, dt):
         """A registered mode: the shared errors, its torque, the shared friction and clip."""
