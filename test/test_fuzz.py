@@ -141,6 +141,41 @@ def test_joint_state_reader_takes_exactly_the_finite_controlled_joints(names, po
     np.testing.assert_array_equal(qd, [velocity[i] for i in ours])
 
 
+FIELD = st.lists(FLOATS, max_size=6)
+TEXT = st.text(max_size=12)  # any unicode: CDR carries UTF-8
+
+
+def same_state(view, msg):
+    """Whether a JointStateView reads as the message: stamp, names, arrays bit for bit."""
+    stamps = [(m.header.stamp.sec, m.header.stamp.nanosec) for m in (view, msg)]
+    return (stamps[0] == stamps[1] and list(view.name) == list(msg.name)
+            and all(np.array_equal(np.asarray(getattr(view, f)), np.asarray(getattr(msg, f)),
+                                   equal_nan=True) for f in ("position", "velocity", "effort")))
+
+
+@SETTINGS
+@given(st.lists(TEXT, max_size=6), FIELD, FIELD, FIELD, TEXT, st.integers(-2**31, 2**31 - 1),
+       st.integers(0, 999_999_999), st.integers(0, 200))
+def test_joint_state_bytes_read_what_rclpy_deserializes(names, position, velocity, effort, frame,
+                                                        sec, nanosec, cut):
+    # Reference: rclpy's deserialization of the same bytes. The parser reads the same stamp,
+    # names and arrays bit for bit, twice (the second time from the names it decoded); bytes
+    # cut short give None, or, where only padding was cut, what rclpy reads of them; another
+    # encoding gives None (rclpy's to read)
+    from rclpy.serialization import deserialize_message, serialize_message
+    msg = JointState(name=names, position=position, velocity=velocity, effort=effort)
+    msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id = sec, nanosec, frame
+    data = serialize_message(msg)
+    expected = deserialize_message(data, JointState)
+    parser = messages.JointStateBytes()
+    for _ in range(2):
+        assert same_state(parser.parse(data), expected)
+    view = parser.parse(data[:cut])
+    if view is not None:
+        assert same_state(view, deserialize_message(data[:cut], JointState))
+    assert parser.parse(b"\x00\x00" + data[2:]) is None  # big endian
+
+
 @SETTINGS
 @given(st.lists(FLOATS, max_size=4))
 def test_effort_command_reader(data):

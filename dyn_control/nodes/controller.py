@@ -19,6 +19,7 @@ CONTROLLER), turns messages into calls and commands into messages.
 import time
 
 from rclpy.clock import Clock, ClockType
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -62,9 +63,11 @@ class ComputedTorqueController(ProcessNode):
         self._now = (time.monotonic if not self.get_parameter("use_sim_time").value
                      else lambda: clock.now().nanoseconds * 1e-9 or None)
         configure_from_model(self)
-        # depth 1: when a tick runs late, the next one uses the newest state, never a backlog
-        self.create_subscription(JointState, "joint_states", self.on_joint_state,
-                                 reliability(start))
+        # depth 1: when a tick runs late, the next one uses the newest state, never a backlog.
+        # Raw: the state's bytes, read without building a message (messages.JointStateBytes)
+        self.state_bytes = messages.JointStateBytes()
+        self.create_subscription(JointState, "joint_states", self.on_state_bytes,
+                                 reliability(start), raw=True)
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_trajectory, 10)
         self.targets = CartesianTargets(self, self.topics, start.ee_links)
         self.recording = None  # teach.Recording while ~/teach/record runs
@@ -129,6 +132,20 @@ class ComputedTorqueController(ProcessNode):
         now = self._now() if now is None else now
         if now is not None:
             self._send(self.core.update(now))
+
+    def on_state_bytes(self, data):
+        """A joint state as its serialized bytes: read in place where it is plain CDR (what
+        Fast DDS sends), else deserialized by rclpy.
+        """
+        msg = self.state_bytes.parse(data)
+        if msg is None:
+            try:
+                msg = deserialize_message(data, JointState)
+            except RuntimeError as err:  # rclpy's RMWError
+                self.get_logger().warning(f"joint state ignored: not a JointState ({err})",
+                                          throttle_duration_sec=1.0)
+                return
+        self.on_joint_state(msg)
 
     def on_joint_state(self, msg):
         if self.core is None:
