@@ -198,13 +198,23 @@ def workspace_inertias(vecs, rots, mats, out):
 def forward_dynamics(mvec, mrot, ints, vecs, rots, mats, q, qd, tau, f_tip, qdd):
     """Fill qdd (n,) = M(q)^-1 (tau - ID(q, qd, 0)) by a Cholesky solve, M by crba."""
     m, d = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
-    n = q.shape[0]
+    bias = d.vectors[3]
+    bias_and_factor(m, d, q, qd, f_tip, bias)
+    for i in range(q.shape[0]):
+        bias[i] = tau[i] - bias[i]
+    cholesky_apply(d.L, bias, qdd)
+
+
+@jit
+def bias_and_factor(m, d, q, qd, f_tip, bias):
+    """What forward dynamics needs at (q, qd): bias (n,) = ID(q, qd, 0), M(q) by crba into d.M
+    and its Cholesky factor into d.L (a caller that solves several right-hand sides at one
+    state factors once).
+    """
     poses(m, d, q)
-    zero, bias = d.vectors[1], d.vectors[3]
-    for i in range(n):
+    zero = d.vectors[1]
+    for i in range(q.shape[0]):
         zero[i] = 0.0
     rnea(m, d, qd, zero, m.a0, f_tip, bias)
     crba(m, d, d.M)
-    for i in range(n):
-        bias[i] = tau[i] - bias[i]
-    cholesky_apply(cholesky_factor(d.M, d.L), bias, qdd)
+    cholesky_factor(d.M, d.L)

@@ -16,8 +16,8 @@ from dyn_control.kernels.linalg import (
     cholesky_solve,
     inverse_diagonal,
 )
-from dyn_control.kernels.mass_matrix import crba, forward_dynamics, poses
-from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
+from dyn_control.kernels.mass_matrix import bias_and_factor, crba, forward_dynamics, poses
+from dyn_control.kernels.newton_euler import NO_WRENCH
 
 
 @jit
@@ -192,16 +192,10 @@ def staged_passive(model, q, qd, tau, damping, friction, dt, staged_damping, imp
         return False
     m, d = views.model(model[0], model[1], model[2]), views.data(model[3], model[4], model[5])
     free = np.empty(n)
-    # forward_dynamics, its bias kept: M at q in d.M, its factor in d.L
-    poses(m, d, q)
-    zero = d.vectors[1]
-    for i in range(n):
-        zero[i] = 0.0
-    rnea(m, d, qd, zero, m.a0, NO_WRENCH, bias)
-    crba(m, d, d.M)
+    bias_and_factor(m, d, q, qd, NO_WRENCH, bias)  # forward dynamics, its bias kept
     for i in range(n):
         free[i] = tau[i] - bias[i]
-    cholesky_apply(cholesky_factor(d.M, d.L), free, free)
+    cholesky_apply(d.L, free, free)
     inverse = np.empty(n)
     inverse_diagonal(d.L, np.zeros(n), np.empty(n), inverse)
     for i in range(n):
