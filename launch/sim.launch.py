@@ -16,7 +16,6 @@ namespace:=left puts every node, topic, service, action and parameter of the arm
 (left/computed_torque_controller on /diagnostics); /clock and /diagnostics stay global.
 """
 
-import os
 
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
@@ -33,18 +32,15 @@ from dyn_control.nodes.launch_support import (
     real_arm_parameters,
     robot_description,
     share,
+    shipped_arm,
 )
 from launch import LaunchDescription
 
 
 def _nodes(context):
-    arm = LaunchConfiguration("arm").perform(context)
-    urdf_file = LaunchConfiguration("urdf_file").perform(context)
-    description = robot_description(urdf_file or share("urdf", f"{arm}.urdf"))
-    # the shipped arm's own settings (its start pose; a tree's joints, for every node); not for a
-    # URDF of your own
-    arm_params = [path for path in [share("config", f"{arm}.yaml")]
-                  if os.path.isfile(path) and not urdf_file]
+    urdf, arm_params = shipped_arm(*(LaunchConfiguration(name).perform(context)
+                                     for name in ("arm", "urdf_file")))
+    description = robot_description(urdf)
     # your arm's own file, for every node (a tree's joints, say): as config/dual_arm.yaml
     arm_params += [path for path in [LaunchConfiguration("arm_params").perform(context)] if path]
     sim_time = is_true(LaunchConfiguration("use_sim_time").perform(context))

@@ -13,7 +13,6 @@ joints, so its model is its own arm on its own base; each trajectory_demo sends 
 own controller's action. A shipped arm starts at its own file's pose (config/<arm>.yaml).
 """
 
-import os
 
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
@@ -25,23 +24,22 @@ from dyn_control.nodes.launch_support import (
     is_true,
     namespace,
     share,
+    shipped_arm,
     world_parameters,
 )
 from launch import LaunchDescription
 
 
 def _nodes(context):
-    arm = LaunchConfiguration("arm").perform(context)
-    urdf_file = LaunchConfiguration("urdf_file").perform(context)
-    arm_params = [path for path in [share("config", f"{arm}.yaml")]
-                  if os.path.isfile(path) and not urdf_file]
+    urdf, arm_params = shipped_arm(*(LaunchConfiguration(name).perform(context)
+                                     for name in ("arm", "urdf_file")))
     spaces = [namespace(ns) for ns in LaunchConfiguration("namespaces").perform(context)
               .split(",") if namespace(ns)]
     if len(spaces) != len(set(spaces)) or any(ns.count("/") > 1 for ns in spaces):
         raise ValueError(f"namespaces must be distinct single names, got {spaces}")
     names = [ns.lstrip("/") for ns in spaces]
     description, joints, simulator = world_parameters(
-        urdf_file or share("urdf", f"{arm}.urdf"), names,
+        urdf, names,
         float(LaunchConfiguration("spacing").perform(context)), arm_params)
     sim_time = is_true(LaunchConfiguration("use_sim_time").perform(context))
     model = {"robot_description": description}

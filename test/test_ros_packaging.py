@@ -217,3 +217,22 @@ def test_ros2_controllers_yaml_matches_the_arm_and_the_effort_topic():
     assert effort["interface_name"] == "effort"
     # the order of the effort command is the chain's (our controller's default `joints`)
     assert effort["joints"] == load_chain(URDF_DIR / "default_arm.urdf").joint_names
+
+
+def test_the_launch_files_take_the_shipped_arm_with_its_settings_and_your_urdf_without(
+        monkeypatch):
+    """launch_support.shipped_arm, which sim.launch.py and two_arms.launch.py share: the
+    shipped arm's URDF with its config/<arm>.yaml where there is one (dual_arm's names its tree's
+    joints), none for an arm without one (every shipped arm has one: a name without), and a URDF
+    of your own alone, whatever `arm` says.
+    """
+    from dyn_control.nodes import launch_support
+    monkeypatch.setattr(launch_support, "share", lambda *parts: str(PACKAGE_DIR.joinpath(*parts)))
+    urdf, params = launch_support.shipped_arm("dual_arm", "")
+    assert urdf == str(URDF_DIR / "dual_arm.urdf") and params == [
+        str(PACKAGE_DIR / "config" / "dual_arm.yaml")]
+    assert launch_support.shipped_arm("no_such_arm", "") == (
+        str(PACKAGE_DIR / "urdf" / "no_such_arm.urdf"), [])
+    assert launch_support.shipped_arm("dual_arm", "/my/arm.urdf") == ("/my/arm.urdf", [])
+    for name in ("sim.launch.py", "two_arms.launch.py"):
+        assert "shipped_arm(" in (LAUNCH_DIR / name).read_text(), name

@@ -30,7 +30,7 @@ class Guard:
 
     def configure(self, model, settings, limits, period, ee_links, max_rate):
         """...and max_rate (n,) N m/s, the rate limit, which the limits stage applies after."""
-        self.model, self.settings, self.limits, self.ee_links = model, settings, limits, ee_links
+        self.model, self.settings, self.ee_links = model, settings, ee_links
         self.lower, self.upper = model.position_min, model.position_max
         self.velocity_limit = np.where(model.velocity_limits > 0, model.velocity_limits, np.inf)
         self.data = model.workspace()

@@ -19,6 +19,18 @@ def share(*parts):
     return os.path.join(get_package_share_directory(PACKAGE), *parts)
 
 
+def shipped_arm(arm, urdf_file):
+    """The launch arguments `arm` and `urdf_file` -> (the URDF or xacro to run, [the arm's own
+    parameter file]): a URDF of your own, or the shipped arm's, and that arm's settings in
+    config/<arm>.yaml (its start pose; a tree's joints, for every node), never with a URDF of
+    your own.
+    """
+    if urdf_file:
+        return urdf_file, []
+    params = share("config", f"{arm}.yaml")
+    return share("urdf", f"{arm}.urdf"), [params] if os.path.isfile(params) else []
+
+
 def robot_description(path, **mappings):
     """A URDF or xacro file -> URDF text (xacro passes a plain URDF through)."""
     import xacro
