@@ -27,6 +27,8 @@ from node_fixtures import (  # noqa: E402
     wait_until,
 )
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from dyn_control.nodes import messages  # noqa: E402
@@ -230,8 +232,27 @@ def test_message_writers_refill_one_message_in_place():
     second = writer.fill(2.5, [5.0, 6.0], [7.0, 8.0])
     assert first is second and list(second.position) == [5.0, 6.0] and len(second.effort) == 0
     assert messages.to_seconds(second.header.stamp) == 2.5 and list(second.velocity) == [7.0, 8.0]
+    # the effort command goes out as bytes: rclpy's own serialization of the message (the
+    # same length; its alignment padding is whatever memory held, so the bytes are compared
+    # as rclpy reads them), the values bit for bit
     effort = messages.EffortWriter(np.array([2, 0, 1]))  # command order: chain joints 2, 0, 1
-    assert list(effort.fill(np.array([10.0, 20.0, 30.0])).data) == [30.0, 10.0, 20.0]
+    assert effort.raw
+
+    def read(sent, data):
+        assert len(sent) == len(serialize_message(Float64MultiArray(data=list(data))))
+        return np.asarray(deserialize_message(sent, Float64MultiArray).data)
+
+    for tau in ([10.0, 20.0, 30.0], [-0.0, np.inf, np.nan], [1e-310, -7.25, 1e300]):
+        data = [tau[2], tau[0], tau[1]]
+        got = read(effort.fill(np.array(tau)), data)
+        assert got.tobytes() == np.array(data).tobytes()
+    kept = effort.fill(np.array([1.0, 2.0, 3.0]))
+    effort.fill(np.array([4.0, 5.0, 6.0]))  # a sent command is not refilled afterwards
+    assert list(read(kept, [0.0] * 3)) == [3.0, 1.0, 2.0]
+    for m in (0, 1, 2, 64):  # the values' place found for any size
+        writer = messages.EffortWriter(np.arange(m))
+        values = np.linspace(-1.0, 1.0, m)
+        assert writer.raw and read(writer.fill(values), values).tobytes() == values.tobytes()
     # what the core checks before a command goes out
     from dyn_control.controller.laws import all_finite
     assert all_finite(np.array([10.0, 20.0, 30.0]))

@@ -11,6 +11,7 @@ from conftest import CONFIG_DIR, URDF_DIR
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) not installed")
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from dyn_control.nodes import messages  # noqa: E402
@@ -39,7 +40,9 @@ class Captured:
 
     def __init__(self, publisher):
         self.messages = []
-        publisher.publish = lambda msg: self.messages.append(copy.deepcopy(msg))
+        publisher.publish = lambda msg: self.messages.append(
+            deserialize_message(msg, publisher.msg_type) if isinstance(msg, bytes)
+            else copy.deepcopy(msg))  # bytes: what rclpy's publish_raw sends, read as rclpy does
 
 
 def make_controller(**params):
