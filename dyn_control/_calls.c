@@ -44,8 +44,8 @@ typedef struct {
     PyObject *frame_shapes[3];  /* (3, 3), (3,), (6, n): a frame's R, p and Jacobian */
 } Entry;
 
-/* The data of x if it is a C-contiguous float64 array of `count` elements, else NULL (no
- * error set). The pointer outlives the released view: the caller holds x. */
+/* The data of x if it is a C-contiguous float64 array of `count` elements and `ndim` dimensions
+ * (< 0: any), else NULL (no error set). The pointer outlives the released view: the caller holds x. */
 static double *plain(PyObject *x, Py_ssize_t count, int ndim)
 {
     Py_buffer view;
@@ -54,7 +54,7 @@ static double *plain(PyObject *x, Py_ssize_t count, int ndim)
         return NULL;
     }
     const char *f = view.format;
-    int ok = view.ndim == ndim && view.itemsize == 8 && view.len == count * 8 && f != NULL
+    int ok = (ndim < 0 || view.ndim == ndim) && view.itemsize == 8 && view.len == count * 8 && f != NULL
              && (strcmp(f, "d") == 0 || strcmp(f, "<d") == 0 || strcmp(f, "=d") == 0);
     double *data = view.buf;
     PyBuffer_Release(&view);
@@ -259,6 +259,204 @@ static PyTypeObject EntryType = {
     .tp_methods = Entry_methods,
 };
 
+/* Tick: one compiled call over fixed arrays bound once (a controller tick's model, workspace and
+ * settings) and a few arrays and numbers per call (dyn_control/controller/entry.py). The cfunc
+ * takes three tables: float64 pointers (the fixed arrays, then the call's, then the results
+ * allocated here), int64 pointers (fixed), and the numbers (the call's inputs, then the outputs
+ * it writes). It returns 0 when it raised: the call then answers None, as it does when an
+ * array does not fit, and the caller takes numba's dispatcher, which raises or converts. */
+typedef int (*tick_fn)(double **, int64_t **, double *);
+
+typedef struct {
+    PyObject_HEAD
+    tick_fn fn;
+    Py_ssize_t fixed, dynamic, results, ints, inputs, outputs;
+    double **floats;          /* fixed + dynamic + results pointers */
+    int64_t **int_arrays;
+    double *numbers;          /* inputs + outputs */
+    Py_ssize_t *counts;       /* each dynamic array's element count; -count: None allowed */
+    int *ndims;               /* and its number of dimensions */
+    Py_ssize_t *sizes;        /* each result's element count */
+    char *kinds;              /* each output: 'b' bool, 'i' int, 'd' float */
+    PyObject *keep;           /* the fixed arrays, alive while the tick is */
+    PyObject *shapes;         /* the results' shapes */
+    PyObject *empty;          /* numpy.empty */
+} Tick;
+
+static PyObject *Tick_call(Tick *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != self->dynamic + self->inputs) {
+        PyErr_Format(PyExc_TypeError, "a tick takes %zd arrays and %zd numbers", self->dynamic,
+                     self->inputs);
+        return NULL;
+    }
+    double **f = self->floats + self->fixed;
+    for (Py_ssize_t k = 0; k < self->dynamic; k++) {
+        Py_ssize_t count = self->counts[k];
+        if (count < 0 && args[k] == Py_None) {
+            f[k] = NULL;
+            continue;
+        }
+        if ((f[k] = plain(args[k], count < 0 ? -count : count, self->ndims[k])) == NULL)
+            Py_RETURN_NONE;
+    }
+    for (Py_ssize_t k = 0; k < self->inputs; k++) {
+        double x = PyFloat_AsDouble(args[self->dynamic + k]);
+        if (x == -1.0 && PyErr_Occurred())
+            return NULL;
+        self->numbers[k] = x;
+    }
+    PyObject *out = PyTuple_New(self->results + self->outputs);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < self->results; k++) {
+        PyObject *shape = PyTuple_GET_ITEM(self->shapes, k);
+        Py_ssize_t count = self->sizes[k];
+        PyObject *array = PyObject_CallOneArg(self->empty, shape);
+        if (array == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, array);
+        if ((f[self->dynamic + k] = plain(array, count, (int)PyTuple_GET_SIZE(shape))) == NULL) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "numpy.empty gave no float64 array");
+            return NULL;
+        }
+    }
+    if (!self->fn(self->floats, self->int_arrays, self->numbers)) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    for (Py_ssize_t k = 0; k < self->outputs; k++) {
+        double x = self->numbers[self->inputs + k];
+        PyObject *value = self->kinds[k] == 'b' ? PyBool_FromLong(x != 0.0)
+                          : self->kinds[k] == 'i' ? PyLong_FromDouble(x) : PyFloat_FromDouble(x);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, self->results + k, value);
+    }
+    return out;
+}
+
+/* the fixed arrays' data pointers, each C-contiguous and of `format` */
+static int bind(PyObject *arrays, void **out, const char *format)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(arrays); k++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, k), &view,
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0)
+            return -1;
+        int ok = view.itemsize == 8 && view.format != NULL && strchr(format, view.format[0])
+                 && (view.format[1] == '\0' || strchr(format, view.format[1]));
+        out[k] = view.buf;
+        PyBuffer_Release(&view);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "a tick's fixed array %zd is not of %s", k, format);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Tick(address, floats, ints, dynamic, inputs, results, kinds, numpy.empty): floats and ints
+ * the fixed float64 and int64 arrays; dynamic ((count, ndim, optional), ...) the arrays each
+ * call passes first; inputs how many numbers follow them; results the shapes of the arrays
+ * it returns first; kinds the outputs that follow them ("bbib"). */
+static int Tick_init(Tick *self, PyObject *args, PyObject *kwargs)
+{
+    unsigned long long address;
+    PyObject *floats, *ints, *dynamic, *shapes, *empty;
+    Py_ssize_t inputs;
+    const char *kinds;
+    if (!PyArg_ParseTuple(args, "KO!O!O!nO!sO", &address, &PyTuple_Type, &floats, &PyTuple_Type,
+                          &ints, &PyTuple_Type, &dynamic, &inputs, &PyTuple_Type, &shapes, &kinds,
+                          &empty))
+        return -1;
+    self->fixed = PyTuple_GET_SIZE(floats);
+    self->dynamic = PyTuple_GET_SIZE(dynamic);
+    self->results = PyTuple_GET_SIZE(shapes);
+    self->ints = PyTuple_GET_SIZE(ints);
+    self->inputs = inputs;
+    self->outputs = (Py_ssize_t)strlen(kinds);
+    self->floats = PyMem_Calloc(self->fixed + self->dynamic + self->results + 1, sizeof(double *));
+    self->int_arrays = PyMem_Calloc(self->ints + 1, sizeof(int64_t *));
+    self->numbers = PyMem_Calloc(inputs + self->outputs + 1, sizeof(double));
+    self->counts = PyMem_Calloc(self->dynamic + 1, sizeof(Py_ssize_t));
+    self->ndims = PyMem_Calloc(self->dynamic + 1, sizeof(int));
+    self->kinds = PyMem_Calloc(self->outputs + 1, 1);
+    self->sizes = PyMem_Calloc(self->results + 1, sizeof(Py_ssize_t));
+    if (!self->floats || !self->int_arrays || !self->numbers || !self->counts || !self->ndims
+        || !self->kinds || !self->sizes) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(self->kinds, kinds, self->outputs);
+    for (Py_ssize_t k = 0; k < self->dynamic; k++) {
+        Py_ssize_t count;
+        int ndim, optional;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(dynamic, k), "nip", &count, &ndim, &optional))
+            return -1;
+        self->counts[k] = optional ? -count : count;
+        self->ndims[k] = ndim;
+    }
+    for (Py_ssize_t k = 0; k < self->results; k++) {
+        PyObject *shape = PyTuple_GET_ITEM(shapes, k);
+        if (!PyTuple_Check(shape)) {
+            PyErr_SetString(PyExc_TypeError, "a tick's result shape is a tuple");
+            return -1;
+        }
+        self->sizes[k] = 1;
+        for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++)
+            self->sizes[k] *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        if (PyErr_Occurred())
+            return -1;
+    }
+    if (bind(floats, (void **)self->floats, "d") || bind(ints, (void **)self->int_arrays, "lq"))
+        return -1;
+    self->fn = (tick_fn)(uintptr_t)address;
+    Py_XSETREF(self->keep, Py_BuildValue("(OO)", floats, ints));
+    Py_XSETREF(self->shapes, Py_NewRef(shapes));
+    Py_XSETREF(self->empty, Py_NewRef(empty));
+    return self->keep == NULL ? -1 : 0;
+}
+
+static void Tick_dealloc(Tick *self)
+{
+    PyMem_Free(self->floats);
+    PyMem_Free(self->int_arrays);
+    PyMem_Free(self->numbers);
+    PyMem_Free(self->counts);
+    PyMem_Free(self->ndims);
+    PyMem_Free(self->kinds);
+    PyMem_Free(self->sizes);
+    Py_XDECREF(self->keep);
+    Py_XDECREF(self->shapes);
+    Py_XDECREF(self->empty);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Tick_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))Tick_call, METH_FASTCALL,
+     "(results..., outputs...) for the call's arrays and numbers; None when an array does not "
+     "fit or the compiled call raised"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject TickType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dyn_control._calls.Tick",
+    .tp_basicsize = sizeof(Tick),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One compiled call over fixed arrays bound once, called from C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Tick_init,
+    .tp_dealloc = (destructor)Tick_dealloc,
+    .tp_methods = Tick_methods,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_calls",
     "C entry points of the compiled passes (dyn_control/kernels/entry.py).", -1, NULL,
@@ -266,12 +464,13 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__calls(void)
 {
-    if (PyType_Ready(&EntryType) < 0)
+    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&TickType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "Entry", (PyObject *)&EntryType) < 0) {
+    if (PyModule_AddObjectRef(m, "Entry", (PyObject *)&EntryType) < 0
+        || PyModule_AddObjectRef(m, "Tick", (PyObject *)&TickType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -193,21 +193,22 @@ def test_the_compiled_limits_stage_blends_guards_and_bounds_in_that_order(chain)
 
 
 def test_each_law_with_the_stage_in_one_call_equals_the_two_calls(chain):
-    # controller.limits' joint_tick, cartesian_tick and teach_tick against the law's own call
+    # controller.ticks' joint_tick, cartesian_tick and teach_tick against the law's own call
     # and finish after it (on the guard's workspace), bit for bit: near every joint's upper
     # limit (the barriers act), moving, the soft start half way, walls set, a rate limit
     from dyn_control.controller.guard import Guard
     from dyn_control.controller.laws import TeachLaw
-    from dyn_control.controller.limits import cartesian_tick, finish, joint_tick, teach_tick
+    from dyn_control.controller.limits import finish
+    from dyn_control.controller.ticks import cartesian_tick, joint_tick, teach_tick
     s = settings(chain, **{"limits.workspace_min": [-0.3, -0.3, 0.0],
                            "limits.workspace_max": [0.3, 0.3, 2.0]})
     guard = Guard(Said())
     guard.configure(s.model, s.guard, s.limits, 1e-3, s.cartesian.ee_link, np.full(7, 100.0))
     q, qd = chain.position_max - 0.05, np.full(7, 0.2)
-    limits = (*guard.stage.args, 0.5, True, np.zeros(7), 1e-3)
+    limits = (guard.stage, 0.5, True, np.zeros(7), 1e-3)
 
     def apart(tau):
-        return finish(*guard.data.args, *limits, tau, q, qd)
+        return finish(*guard.data.args, *guard.stage.args, *limits[1:], tau, q, qd)
 
     def same(found, expected):
         np.testing.assert_array_equal(found[0], expected[0])

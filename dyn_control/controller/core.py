@@ -40,15 +40,10 @@ from dyn_control.controller.contact import ContactMonitor
 from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
 from dyn_control.controller.guard import Guard
 from dyn_control.controller.laws import ControlLaw, TeachLaw
-from dyn_control.controller.limits import (
-    OutputLimits,
-    cartesian_tick,
-    finish,
-    joint_tick,
-    teach_tick,
-)
+from dyn_control.controller.limits import OutputLimits, finish
 from dyn_control.controller.statistics import Statistics, report
 from dyn_control.controller.target import CartesianTarget, too_stiff
+from dyn_control.controller.ticks import cartesian_tick, joint_tick, teach_tick
 from dyn_control.controller.tracking import GoalTracker
 from dyn_control.controller.trajectory import Trajectory
 from dyn_control.controller.watchdog import Watchdog
@@ -274,14 +269,16 @@ class ControllerCore(Events):
         # the limits stage's arguments (controller.limits): it runs in the law's compiled call
         self.guard.before(t)
         walls = mode in (CARTESIAN_IMPEDANCE, TEACH) and not fault
-        limits = (*self.guard.stage.args, self._soft_start(t), walls, *self.output.since(t))
+        stage = self.guard.stage
+        limits = (stage, self._soft_start(t), walls, *self.output.since(t))
         desired = errors = None
         if fault:  # a velocity fault: hold where the arm was (controller.tracking's hold)
             desired = self.goals.reference(t, q)
             e, ed, found = joint_tick(self.law, q, qd, desired, 0.0, limits)
             errors = (e, ed)
         elif reacting and self.settings.contact.reaction == "comply":
-            found = finish(*self.guard.data.args, *limits, self.contact.comply(q, qd, dt), q, qd)
+            found = finish(*self.guard.data.args, *stage.args, *limits[1:],
+                           self.contact.comply(q, qd, dt), q, qd)
         elif target is not None:
             task = self.target.task
             task.error, found = cartesian_tick(self.cartesian, q, qd, *target, task.wrench,

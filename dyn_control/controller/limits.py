@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from dyn_control.controller import barriers, cartesian, laws
+from dyn_control.controller import barriers
 from dyn_control.controller.laws import (
     _bounded_change,
     all_finite,
@@ -18,7 +18,6 @@ from dyn_control.controller.laws import (
     limit_rate,
     saturate,
 )
-from dyn_control.dynamics import as_vector
 from dyn_control.kernels.compile import jit
 from dyn_control.kernels.newton_euler import NO_WRENCH, inverse_dynamics
 
@@ -68,11 +67,11 @@ def finish(mvec, mrot, ints, vecs, rots, mats, rows, values, bodies, R_offs, p_o
       modes and teach) and values[WALLS], added and saturated; `active`: whether any acted;
       `fault`: the first joint over its velocity limit, -1 none; `saturated`: whether a torque
       is at its effort limit then;
-    - the rate limit (values[BOUNDED], `previous` (n,) the last command, None: none, `since` s
-      after it): at most rows[RATE] * since of change, the last command itself when no time
-      passed; `finite`: whether the command is (not sent otherwise).
+    - the rate limit (values[BOUNDED], `previous` (n,) the last command, None or (0,): none,
+      `since` s after it): at most rows[RATE] * since of change, the last command itself when
+      no time passed; `finite`: whether the command is (not sent otherwise).
     The model's and a workspace's arrays first, as every kernel takes them, then Stage.args and
-    the tick's (share, walls, previous, since): a tick's `limits` (ticks below).
+    the tick's (share, walls, previous, since): a tick's `limits` (controller.ticks).
     """
     n = q.shape[0]
     limits, torque = rows[LIMITS], rows[TORQUE]
@@ -99,85 +98,20 @@ def finish(mvec, mrot, ints, vecs, rots, mats, rows, values, bodies, R_offs, p_o
                 tau[i] += torque[i]
             saturate(tau, limits)
     saturated = at_limit(tau, limits)
-    if previous is not None and values[BOUNDED] != 0.0:
-        if since <= 0:
-            out = previous.copy()
-        else:
-            step = np.empty(n)
-            for i in range(n):
-                step[i] = rows[RATE, i] * since
-            out = _bounded_change(tau, previous, step)
-    else:
-        out = tau.copy()
+    out = tau.copy()
+    if previous is not None:  # (typed apart for None: no check then)
+        if previous.shape[0] == n and values[BOUNDED] != 0.0:
+            if since <= 0:
+                out = previous.copy()
+            else:
+                step = np.empty(n)
+                for i in range(n):
+                    step[i] = rows[RATE, i] * since
+                out = _bounded_change(tau, previous, step)
     finite = True
     for i in range(n):
         finite = finite and math.isfinite(out[i])
     return out, finite, active, fault, saturated
-
-
-# Each law and the stage in one compiled call, over the law's workspace: what a tick runs
-# between the state and its command. limits: Stage.args and (share, walls, previous, since).
-# -> the law's outputs, then finish's (command, finite, active, fault, saturated).
-
-
-@jit
-def _joint_tick(mvec, mrot, ints, vecs, rots, mats, rows, values, q, qd, q_d, qd_d, qdd_d,
-                integral, dt, st_rows, st_values, bodies, R_offs, p_offs, lows, highs, Rf, pf, J,
-                force, share, walls, previous, since):
-    tau, e, ed = laws._law(mvec, mrot, ints, vecs, rots, mats, rows, values, q, qd, q_d, qd_d,
-                           qdd_d, integral, dt)
-    return e, ed, finish(mvec, mrot, ints, vecs, rots, mats, st_rows, st_values, bodies, R_offs,
-                         p_offs, lows, highs, Rf, pf, J, force, share, walls, previous, since,
-                         tau, q, qd)
-
-
-def joint_tick(law, q, qd, desired, dt, limits):
-    """A joint law (laws.ControlLaw) at (q, qd) toward desired (q_d, qd_d, qdd_d), integral step
-    dt, then the stage -> (e, ed, finish's outputs). A registered mode's torque is compiled
-    apart: two calls then.
-    """
-    c = law.chain
-    q, qd = as_vector(c, q, "q"), as_vector(c, qd, "qd")
-    q_d, qd_d, qdd_d = (as_vector(c, x, name) for x, name in zip(desired, ("q_d", "qd_d",
-                                                                           "qdd_d")))
-    if law.registered:
-        tau, e, ed = law(q, qd, q_d, qd_d, qdd_d, dt)
-        return e, ed, finish(*law.data.args, *limits, tau, q, qd)
-    return _joint_tick(*law._args, q, qd, q_d, qd_d, qdd_d, law.integral, float(dt), *limits)
-
-
-@jit
-def _cartesian_tick(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs_f, p_offs_f, gains,
-                    joints, values, bases, q, qd, R_d, p_d, w, q_n, st_rows, st_values, bodies,
-                    R_offs, p_offs, lows, highs, Rf, pf, J, force, share, walls, previous, since):
-    tau, e = cartesian._law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs_f, p_offs_f,
-                            gains, joints, values, bases, q, qd, R_d, p_d, w, q_n)
-    return e, finish(mvec, mrot, ints, vecs, rots, mats, st_rows, st_values, bodies, R_offs,
-                     p_offs, lows, highs, Rf, pf, J, force, share, walls, previous, since, tau, q,
-                     qd)
-
-
-def cartesian_tick(law, q, qd, R_d, p_d, w, q_n, limits):
-    """The Cartesian law (cartesian.CartesianLaw, its call's arguments), then the stage -> (e,
-    finish's outputs).
-    """
-    return _cartesian_tick(*law._args, q, qd, *law.targets(R_d, p_d, w), q_n, *limits)
-
-
-@jit
-def _teach_tick(mvec, mrot, ints, vecs, rots, mats, damping, friction, band, teach_damping,
-                teach_limits, q, qd, st_rows, st_values, bodies, R_offs, p_offs, lows, highs, Rf,
-                pf, J, force, share, walls, previous, since):
-    tau = laws._teach(mvec, mrot, ints, vecs, rots, mats, damping, friction, band, teach_damping,
-                      teach_limits, q, qd)
-    return finish(mvec, mrot, ints, vecs, rots, mats, st_rows, st_values, bodies, R_offs, p_offs,
-                  lows, highs, Rf, pf, J, force, share, walls, previous, since, tau, q, qd)
-
-
-def teach_tick(law, q, qd, limits):
-    """The teach law (laws.TeachLaw) at (q, qd), then the stage -> finish's outputs."""
-    c = law.chain
-    return _teach_tick(*law._args, as_vector(c, q, "q"), as_vector(c, qd, "qd"), *limits)
 
 
 class OutputLimits:
