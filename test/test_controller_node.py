@@ -307,7 +307,7 @@ def test_integral_is_kept_across_trajectories_and_reset_when_ki_goes_to_zero():
 
 
 def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_holding(capfd):
-    node, effort, *_ = make_controller()
+    node, effort, reference, _ = make_controller()
     try:
         node.on_joint_state(state_msg(1.0, NAMES, Q))
         holding = node.core.goals.trajectory
@@ -318,7 +318,7 @@ def test_infeasible_trajectory_is_refused_naming_the_joint_and_the_arm_keeps_hol
         assert "trajectory refused: joint 'joint2' needs torque" in err, err
         assert "limit 176 N m" in err, err
         node.on_joint_state(state_msg(1.1, NAMES, Q))  # still holding Q
-        np.testing.assert_allclose(node.topics.reference_msg.msg.position, Q, atol=1e-12)
+        np.testing.assert_allclose(reference.messages[-1].position, Q, atol=1e-12)
         feasible = trajectory_msg(NAMES, [3.0], [too_fast], [np.zeros(7)], [np.zeros(7)])
         node.on_trajectory(feasible)
         assert node.core.goals.trajectory is not holding

@@ -28,6 +28,7 @@ from node_fixtures import (  # noqa: E402
 )
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
@@ -253,6 +254,25 @@ def test_message_writers_refill_one_message_in_place():
         writer = messages.EffortWriter(np.arange(m))
         values = np.linspace(-1.0, 1.0, m)
         assert writer.raw and read(writer.fill(values), values).tobytes() == values.tobytes()
+    # a JointState as bytes (the controller's ~/reference and ~/error, the simulator's joint
+    # states): what rclpy reads from them is the message the writer would have filled
+    names_sets = (NAMES, [], ["a"], ["gelenk_ä", "关节2", "x" * 37], [f"j{i}" for i in range(40)])
+    rng = np.random.default_rng(3)
+    for names in names_sets:
+        for fields in (("position", "velocity", "effort"), ("effort",), ("position", "velocity")):
+            raw = messages.JointStateWriter(names, fields, raw=True)
+            plain = messages.JointStateWriter(names, fields)
+            assert raw.raw is not None
+            for t in (0.0, 1.25, 1796595260.047160315, 12.999999999999):
+                values = [rng.normal(size=len(names)) for _ in fields]
+                got = deserialize_message(raw.fill(t, *values), JointState)
+                want = plain.fill(t, *values)
+                assert list(got.name) == list(want.name) == list(names)
+                assert (got.header.stamp.sec, got.header.stamp.nanosec) == (
+                    want.header.stamp.sec, want.header.stamp.nanosec)
+                for field in ("position", "velocity", "effort"):
+                    assert np.asarray(getattr(got, field)).tobytes() == np.asarray(
+                        getattr(want, field)).tobytes()
     # what the core checks before a command goes out
     from dyn_control.controller.laws import all_finite
     assert all_finite(np.array([10.0, 20.0, 30.0]))

@@ -32,8 +32,11 @@ class CommandTopics:
         self.pose_pubs = []  # ~/current_pose of each ee_link (CartesianTargets makes them)
 
     def configure(self, chain, order, state_rate):
-        self.reference_msg = messages.JointStateWriter(chain.joint_names)
-        self.error_msg = messages.JointStateWriter(chain.joint_names, ("position", "velocity"))
+        # as bytes (messages.Serialized): after the command, each tick, where they take CPU
+        # from whatever receives the command on the same host
+        self.reference_msg = messages.JointStateWriter(chain.joint_names, raw=True)
+        self.error_msg = messages.JointStateWriter(chain.joint_names, ("position", "velocity"),
+                                                   raw=True)
         self.effort_msg = messages.EffortWriter(order)
         self.state_msg = trajectory_action.controller_state_writer(chain.joint_names)
         self.pose_msg = messages.PoseWriter(PoseStamped, chain.root_link)

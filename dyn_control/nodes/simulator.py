@@ -103,8 +103,9 @@ class DynamicsSimulator(ProcessNode):
             except InvalidTopicNameException as err:
                 raise StartupError(f"parameter robots: '{ns}' is no namespace: {err}") from err
             names = chain.joint_names if joints is None else [chain.joint_names[i] for i in joints]
-            self.state_pubs.append((publisher, messages.JointStateWriter(names), joints))
-        self.truth_msg = messages.JointStateWriter(chain.joint_names, ("effort",))
+            self.state_pubs.append((publisher, messages.JointStateWriter(names, raw=True),
+                                    joints))
+        self.truth_msg = messages.JointStateWriter(chain.joint_names, ("effort",), raw=True)
         self.pushed = False
         # load (or on a first run compile) the step's kernel now, not in the first step
         SimulatorCore(chain, core.settings).sim.step(np.zeros(chain.n))
