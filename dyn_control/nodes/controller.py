@@ -134,9 +134,14 @@ class ComputedTorqueController(ProcessNode):
             self._send(self.core.update(now))
 
     def on_state_bytes(self, data):
-        """A joint state as its serialized bytes: read in place where it is plain CDR (what
-        Fast DDS sends), else deserialized by rclpy.
+        """A joint state as its serialized bytes: the controlled joints read straight from them
+        in the common case (messages.JointStateBytes.state), else parsed in place where it is
+        plain CDR (what Fast DDS sends), else deserialized by rclpy.
         """
+        state = None if self.core is None else self.state_bytes.state(data, self.reader)
+        if state is not None:
+            self._on_state(*state)
+            return
         msg = self.state_bytes.parse(data)
         if msg is None:
             try:
@@ -155,12 +160,17 @@ class ComputedTorqueController(ProcessNode):
         except messages.BadMessage as err:
             self.get_logger().warning(f"joint state ignored: {err}", throttle_duration_sec=1.0)
             return
-        stamp = messages.to_seconds(msg.header.stamp)
+        self._on_state(messages.to_seconds(msg.header.stamp), q, qd, self.reader.effort(msg))
+
+    def _on_state(self, stamp, q, qd, effort):
+        """A good joint state of the controlled joints (chain order), its measured effort or
+        None.
+        """
         if stamp <= 0:  # unstamped: the node's clock
             stamp = self.get_clock().now().nanoseconds * 1e-9
         else:
             self.clock.check(stamp)
-        now, effort = self._now(), self.reader.effort(msg)
+        now = self._now()
         command = self.core.update(stamp if now is None else now, (stamp, q, qd), effort,
                                    send=self._publish)  # out before the observe stage
         self._send(command, published=True)

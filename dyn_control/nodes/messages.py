@@ -58,10 +58,12 @@ class JointStateReader:
     def __init__(self, joint_names):
         self.joint_names = list(joint_names)
         self._names, self._index = None, None  # the last message layout seen, and its indices
+        self.source = None  # the names object of the last message read (JointStateBytes.state)
 
     def _indices(self, names):
         """Index array of the controlled joints in a message with these names (None: same order)."""
         if names != self._names:
+            self.source = None
             where = {name: i for i, name in enumerate(names)}
             missing = [j for j in self.joint_names if j not in where]
             if missing:
@@ -69,6 +71,7 @@ class JointStateReader:
             self._names = list(names)
             self._index = None if self._names == self.joint_names else np.array(
                 [where[j] for j in self.joint_names])
+        self.source = names
         return self._index
 
     def read(self, msg):
@@ -137,6 +140,8 @@ class JointStateBytes:
 
     def __init__(self):
         self._names, self._name_bytes = None, None  # the last names' list and their bytes
+        self._segments = ()  # each name's place and bytes after the count, its padding left out
+        self._values = None  # a struct of one float64[] field's values (state)
 
     def parse(self, data):
         try:
@@ -159,12 +164,14 @@ class JointStateBytes:
         if known is not None and len(self._names) == count and body[at:at + len(known)] == known:
             at += len(known)
         else:  # new names: decode them once
-            start, names = at, []
+            start, names, segments = at, [], []
             for _ in range(count):
                 length = _COUNT.unpack_from(body, at)[0]
                 names.append(bytes(body[at + 4:at + 3 + length]).decode())
+                segments.append((at - start, bytes(body[at:at + 4 + length])))
                 at = _aligned(at + 4 + length, 4)
             self._names, self._name_bytes = names, bytes(body[start:at])
+            self._segments = segments
         out.name = self._names
         fields = []
         for _ in range(3):  # position, velocity, effort: float64[] at 8-byte alignment
@@ -179,6 +186,58 @@ class JointStateBytes:
             at = end
         out.position, out.velocity, out.effort = fields
         return out
+
+    def state(self, data, reader):
+        """(stamp s, q, qd, effort or None) straight from the bytes, the controlled joints in
+        reader's order (JointStateReader), for the common case only: plain CDR, the names'
+        bytes those `parse` last decoded and `reader` last read, a position and a velocity (or
+        none) per name, all finite. None otherwise: `parse` and the reader then take it, and
+        say what is wrong. 1.6 us where parse and the reader take 3.4 (7 joints).
+        """
+        names, known = self._names, self._name_bytes
+        if names is None or reader.source is not names or data[:2] != CDR_LE:
+            return None
+        sec, nanosec, length = _HEADER.unpack_from(data, 4)
+        at = _aligned(12 + length, 4) + 4  # (offsets in data: CDR aligns from data[4:])
+        count = len(names)
+        start, end = at + 4, at + 4 + len(known)
+        if _COUNT.unpack_from(data, at)[0] != count:
+            return None
+        span = data[start:end]
+        if span != known:  # the names, or only the padding between them (not written: any)
+            if any(data[start + at:start + at + len(part)] != part
+                   for at, part in self._segments):
+                return None
+            self._name_bytes = span  # this sender's padding: the quick check from now on
+        places = []
+        for _ in range(3):  # position, velocity, effort
+            size = _COUNT.unpack_from(data, end)[0]
+            at = (_aligned(end, 8) if size else end) + 4  # past the count, aligned in data[4:]
+            places.append((at, size))
+            end = at + 8 * size
+        (p_at, p_size), (v_at, v_size), (e_at, e_size) = places
+        if end > len(data) or p_size != count or v_size not in (0, count):
+            return None
+        values = self._values
+        if values is None or values.size != 8 * count:
+            values = self._values = struct.Struct(f"<{count}d")
+        moving = bool(v_size)
+        if not math.isfinite(sum(values.unpack_from(data, p_at)) + (
+                sum(values.unpack_from(data, v_at)) if moving else 0.0)):
+            return None
+        index = reader._index
+        q = np.frombuffer(data, np.float64, count, p_at)
+        qd = np.frombuffer(data, np.float64, count, v_at) if moving else np.zeros(count)
+        effort = None
+        if e_size == count and math.isfinite(sum(values.unpack_from(data, e_at))):
+            effort = np.frombuffer(data, np.float64, count, e_at)
+        if index is None:  # (copies: the compiled calls take writable arrays)
+            q, qd = q.copy(), qd.copy() if moving else qd
+            effort = None if effort is None else effort.copy()
+        else:
+            q, qd = q[index], qd[index]
+            effort = None if effort is None else effort[index]
+        return sec + nanosec * 1e-9, q, qd, effort
 
 
 _HEADER, _COUNT = struct.Struct("<iII"), struct.Struct("<I")
