@@ -233,15 +233,19 @@ def test_message_writers_refill_one_message_in_place():
     second = writer.fill(2.5, [5.0, 6.0], [7.0, 8.0])
     assert first is second and list(second.position) == [5.0, 6.0] and len(second.effort) == 0
     assert messages.to_seconds(second.header.stamp) == 2.5 and list(second.velocity) == [7.0, 8.0]
-    # the effort command goes out as bytes: rclpy's own serialization of the message (the
-    # same length; its alignment padding is whatever memory held, so the bytes are compared
-    # as rclpy reads them), the values bit for bit
+    # the effort command goes out as bytes: rclpy's own serialization of the message, without
+    # its trailing padding (the size the middleware sends, which rosbags holds to); padding is
+    # whatever memory held, so the bytes are compared as rclpy and rosbags read them
+    from dyn_control.recording import typestore
     effort = messages.EffortWriter(np.array([2, 0, 1]))  # command order: chain joints 2, 0, 1
     assert effort.raw
 
     def read(sent, data):
-        assert len(sent) == len(serialize_message(Float64MultiArray(data=list(data))))
-        return np.asarray(deserialize_message(sent, Float64MultiArray).data)
+        assert len(sent) <= len(serialize_message(Float64MultiArray(data=list(data))))
+        bagged = typestore().deserialize_cdr(sent, "std_msgs/msg/Float64MultiArray")
+        got = np.asarray(deserialize_message(sent, Float64MultiArray).data)
+        assert np.asarray(bagged.data).tobytes() == got.tobytes()
+        return got
 
     for tau in ([10.0, 20.0, 30.0], [-0.0, np.inf, np.nan], [1e-310, -7.25, 1e300]):
         data = [tau[2], tau[0], tau[1]]
@@ -256,6 +260,7 @@ def test_message_writers_refill_one_message_in_place():
         assert writer.raw and read(writer.fill(values), values).tobytes() == values.tobytes()
     # a JointState as bytes (the controller's ~/reference and ~/error, the simulator's joint
     # states): what rclpy reads from them is the message the writer would have filled
+    store = typestore()
     names_sets = (NAMES, [], ["a"], ["gelenk_ä", "关节2", "x" * 37], [f"j{i}" for i in range(40)])
     rng = np.random.default_rng(3)
     for names in names_sets:
@@ -265,8 +270,12 @@ def test_message_writers_refill_one_message_in_place():
             assert raw.raw is not None
             for t in (0.0, 1.25, 1796595260.047160315, 12.999999999999):
                 values = [rng.normal(size=len(names)) for _ in fields]
-                got = deserialize_message(raw.fill(t, *values), JointState)
+                sent = raw.fill(t, *values)
+                got = deserialize_message(sent, JointState)
                 want = plain.fill(t, *values)
+                # the exact size, as the middleware sends it: rosbags (rosbag2) refuses others
+                bagged = store.deserialize_cdr(sent, "sensor_msgs/msg/JointState")
+                assert list(bagged.name) == list(names)
                 assert list(got.name) == list(want.name) == list(names)
                 assert (got.header.stamp.sec, got.header.stamp.nanosec) == (
                     want.header.stamp.sec, want.header.stamp.nanosec)

@@ -10,7 +10,7 @@ import struct
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -279,8 +279,8 @@ class Serialized:
             setattr(msg, field, doubles(((k + 1) * 1000.0 + np.arange(count)) * math.pi))
         if stamp:
             msg.header.stamp.sec, msg.header.stamp.nanosec = self.SEC, self.NANOSEC
-        self.buffer = bytearray(serialize_message(msg))
-        data = bytes(self.buffer)
+        data = _exact(serialize_message(msg), msg)
+        self.buffer = bytearray(data)
         places = [_once(data, np.frombuffer(getattr(msg, field)).tobytes()) for field in fields]
         self.stamp = _once(data, _STAMP.pack(self.SEC, self.NANOSEC)) if stamp else 0
         self.views = None
@@ -295,6 +295,23 @@ class Serialized:
         for view, value in zip(self.views, values):
             view[:] = value
         return bytes(self.buffer)
+
+
+def _exact(data, msg):
+    """data (msg's serialization) without the padding serialize_message leaves after the last
+    field: the middleware sends a message's exact size, and rosbag2 readers (rosbags) refuse
+    any other. The padding is up to 7 bytes: those rclpy still reads as msg.
+    """
+    size = len(data)
+    for cut in range(1, 8):
+        try:
+            same = deserialize_message(data[:len(data) - cut], type(msg)) == msg
+        except RuntimeError:  # rclpy's RMWError: cut into the message
+            same = False
+        if not same:
+            break
+        size = len(data) - cut
+    return data[:size]
 
 
 def _once(data, part):
