@@ -33,6 +33,7 @@ class Task:
         self.wrench = np.zeros(6 * len(poses))
         self.posture = posture
         self.error = np.zeros(6 * len(poses))
+        self.stacked = None  # the filtered targets as the law takes them, while they hold
 
     @property
     def target(self):
@@ -44,14 +45,19 @@ class Task:
         target with time_constant (s; 0: the target itself), position and rotation (along the
         geodesic) alike.
         """
+        moved = self.stacked is None
         for k, ((R_f, p_f), (R_t, p_t)) in enumerate(zip(self.filtered, self.targets)):
             if time_constant <= 0:
-                self.filtered[k] = (R_t, p_t)
+                moved = moved or self.filtered[k] is not self.targets[k]
+                self.filtered[k] = self.targets[k]
             else:
                 share = dt / (time_constant + dt)
                 turn = kinematics.rotation_exp(share * kinematics.rotation_log(R_f.T @ R_t))
-                self.filtered[k] = (R_f @ turn, p_f + share * (p_t - p_f))
-        return (np.array([R for R, _ in self.filtered]), np.array([p for _, p in self.filtered]))
+                self.filtered[k], moved = (R_f @ turn, p_f + share * (p_t - p_f)), True
+        if moved:  # (a target is replaced when set, never changed in place)
+            self.stacked = (np.array([R for R, _ in self.filtered]),
+                            np.array([p for _, p in self.filtered]))
+        return self.stacked
 
 
 class CartesianTarget:
