@@ -6,8 +6,6 @@ computation: a Float64MultiArray on /effort_controller/commands and the state, s
 executor parameter, same signal handling), so the two differ only by the control step.
 """
 
-import os
-
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -31,7 +29,6 @@ class Relay(ProcessNode):
 
     def _on_state(self, msg):
         self.effort_pub.publish(Float64MultiArray(data=list(msg.position)))
-        os.sched_yield()  # as the controller does after its command
         self.reference_pub.publish(msg)
 
 

@@ -3,8 +3,6 @@ and the cartesian_impedance targets it takes (crisp_controllers' names). With se
 each has its own ~/<link>/target_pose, target_wrench and current_pose; the posture is shared.
 """
 
-import os
-
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
@@ -50,7 +48,6 @@ class CommandTopics:
         state time after the last (either way: a simulator restarts), the state or pose.
         """
         self.effort_pub.publish(self.effort_msg.fill(command.tau))
-        os.sched_yield()
         if command.desired is not None:
             q_d, qd_d, _ = command.desired
             self.reference_pub.publish(self.reference_msg.fill(command.t, q_d, qd_d, command.tau))
