@@ -205,8 +205,8 @@ class JointStateBytes:
             return None
         span = data[start:end]
         if span != known:  # the names, or only the padding between them (not written: any)
-            if any(data[start + at:start + at + len(part)] != part
-                   for at, part in self._segments):
+            if any(data[start + offset:start + offset + len(part)] != part
+                   for offset, part in self._segments):
                 return None
             self._name_bytes = span  # this sender's padding: the quick check from now on
         places = []
@@ -328,9 +328,8 @@ class JointStateWriter:
 
     fields: the float64[] fields it carries (the others stay empty). raw: fill returns the
     message's bytes (Serialized: 1.2 us, where filling and serializing the message takes 4.7,
-    7 joints); else
-    the message, refilled in place: publish() serializes at once, so refilling after a publish
-    is safe; a message kept past the next fill is not.
+    7 joints); else the message, refilled in place: publish() serializes at once, so refilling
+    after a publish is safe; a message kept past the next fill is not.
     """
 
     def __init__(self, names, fields=("position", "velocity", "effort"), raw=False):
