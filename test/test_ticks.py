@@ -156,3 +156,28 @@ def test_what_the_c_entry_cannot_take_goes_through_the_dispatcher():
         same(ticks.teach_tick(law, q_in, qd, limits), expected)
     with pytest.raises(ValueError, match="q"):
         ticks.teach_tick(law, q[:-1], qd, limits)
+
+
+def test_a_cartesian_tick_allocates_only_what_it_returns():
+    # numba's allocator counts (its runtime's statistics): the law fills its workspace, so a
+    # tick allocates its error e and what finish returns or keeps (the command and g(q) with
+    # its zero start), where it allocated 53 arrays before the workspace
+    from numba.core.runtime import _nrt_python as nrt
+
+    chain = load_chain(URDF_DIR / "default_arm.urdf")
+    s, guard = setup(chain)
+    law = CartesianLaw(s.model, **vars(s.cartesian), limits=s.limits)
+    q, qd = bent_pose(chain), np.full(chain.n, 0.1)
+    R, p = frame_pose(chain, q, law.ee_link)
+    limits = (guard.stage, 1.0, True, np.zeros(chain.n), 1e-3)
+    ticks.cartesian_tick(law, q, qd, R, p + 0.01, np.zeros(6), q, limits)
+    was = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    try:
+        before = nrt.memsys_get_stats_alloc()
+        ticks.cartesian_tick(law, q, qd, R, p + 0.01, np.zeros(6), q, limits)
+        allocated = nrt.memsys_get_stats_alloc() - before
+    finally:
+        if not was:
+            nrt.memsys_disable_stats()
+    assert law._tick[1] is not None and allocated <= 4

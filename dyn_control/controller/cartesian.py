@@ -58,10 +58,10 @@ from dyn_control.kernels.linalg import (
     cholesky_factor,
     compose_eigen,
     inverse_diagonal,
-    matmul,
-    matvec,
-    operational_space_from,
-    symmetric_eigen_from,
+    matmul_into,
+    matvec_into,
+    operational_space_into,
+    symmetric_eigen_into,
 )
 from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
 from dyn_control.kernels.so3 import rotation_log
@@ -86,7 +86,7 @@ def _clip_norm(e, start, limit):
 
 
 @jit
-def critical_damping(K, gain, V, U):
+def critical_damping(K, gain, V, U, squares, vectors):
     """D (m, m) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
     diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
     L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
@@ -95,31 +95,31 @@ def critical_damping(K, gain, V, U):
     arm cannot move in (an arm of fewer than 6 joints, a singular pose) has a gain of round-off
     size: it is taken as 0, no damping there (1 / its root amplified round-off into a
     torque of 1e4 N m within one tick on example-robot-data's double pendulum). U (m, m): where
-    B's eigen-decomposition starts, the last tick's eigenvectors (symmetric_eigen_from).
+    B's eigen-decomposition starts, the last tick's eigenvectors (symmetric_eigen_into).
+    squares (6, m, m) and vectors (3, m): its workspace; D is squares[5].
     """
     m = K.shape[0]
     largest = 0.0
     for i in range(m):
         largest = max(largest, gain[i])
-    root, inv_root = np.empty(m), np.empty(m)
+    root, inv_root = vectors[0], vectors[1]
     for i in range(m):
         root[i] = math.sqrt(gain[i]) if gain[i] > 1e-9 * largest else 0.0
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
-    L, Linv = compose_eigen(V, root, np.empty((m, m))), compose_eigen(V, inv_root, np.empty((m, m)))
-    B = compose_eigen(Linv, K, np.empty((m, m)))  # L^-1 K L^-1 (L^-1 is symmetric)
-    t, U = symmetric_eigen_from(B, U)
+    L, Linv = compose_eigen(V, root, squares[0]), compose_eigen(V, inv_root, squares[1])
+    B = compose_eigen(Linv, K, squares[2])  # L^-1 K L^-1 (L^-1 is symmetric)
+    t, U = symmetric_eigen_into(B, U, squares[3], squares[4], vectors[2])
     for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
-    return matmul(matmul(L, compose_eigen(U, t, np.empty((m, m)))), L)
+    root_B = compose_eigen(U, t, squares[3])
+    return matmul_into(matmul_into(L, root_B, squares[4]), L, squares[5])
 
 
 @jit
-def pose_error(R, p, R_d, p_d, max_error):
-    """e (6,) = [p_d - p; log(R_d R^T)], m and rad, base axes, each part clipped to its norm
-    max_error (2,) (0: no clip).
+def pose_error(R, p, R_d, p_d, max_error, e, Rerr):
+    """Fill e (6,) with [p_d - p; log(R_d R^T)], m and rad, base axes, each part clipped to its
+    norm max_error (2,) (0: no clip), and return it. Rerr (3, 3): its workspace.
     """
-    e = np.empty(6)
-    Rerr = np.empty((3, 3))
     for r in range(3):
         e[r] = p_d[r] - p[r]
         for c in range(3):
@@ -137,11 +137,13 @@ def pose_error(R, p, R_d, p_d, max_error):
 # the rows of the law's per-joint array (6, n) and the entries of its values
 NULLSPACE_STIFFNESS, NULLSPACE_DAMPING, WRAP, JOINT_DAMPING, FRICTION, LIMITS = range(6)
 OPERATIONAL, MAX_POSITION_ERROR, MAX_ROTATION_ERROR, DEADBAND, PERIOD, SINGULARITY = range(6)
+# the law's workspace besides the model's (CartesianLaw.work): how many of each shape
+SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 11, 19, 11, 2, 2
 
 
 @jit
 def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains, joints, values,
-         bases, q, qd, R_d, p_d, w, q_n):
+         bases, squares, vectors, columns, wide, tall, rotations, q, qd, R_d, p_d, w, q_n):
     """The law of the module docstring -> (tau (n,), e (6 f,)), for f frames (frame_bodies
     (f,), R_offs (f, 3, 3), p_offs (f, 3): each link's pose in its body) and their targets R_d
     (f, 3, 3), p_d (f, 3); w (6 f,). CartesianLaw's settings as plain arrays (numba unboxes a
@@ -152,7 +154,10 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
     6 f): the last call's eigenvectors, of J M^-1 J^T and of critical_damping's B, where this
     call's decompositions start (a tick moves the pose little: on the Panda 4 Jacobi sweeps
     instead of 5). One kinematics pass fills the workspace's poses, which M, the bias, the
-    frames' Jacobians and J-dot qd then read.
+    frames' Jacobians and J-dot qd then read. squares (SQUARES, 6 f, 6 f), vectors (VECTORS,
+    6 f), columns (COLUMNS, n), wide (WIDE, 6 f, n), tall (n, 6 f), rotations (ROTATIONS, 3,
+    3): the arrays a tick fills, so that it allocates only e; tau is columns[0], valid until
+    the next call.
     """
     K, D = gains[0], gains[1]
     Kn, Dn, wrap = joints[NULLSPACE_STIFFNESS], joints[NULLSPACE_DAMPING], joints[WRAP]
@@ -165,27 +170,29 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
     model, data = views.model(mvec, mrot, ints), views.data(vecs, rots, mats)
     kinematics(model, data, q)
     mass.columns(model, data, data.M)
-    tau = np.empty(n)  # C qd + g to start with
+    tau = columns[0]  # C qd + g to start with
     rnea(model, data, qd, data.vectors[1], model.a0, NO_WRENCH, tau)  # (columns left it zero)
     L = cholesky_factor(data.M, data.L)
-    Rf, pf, J1 = np.empty((3, 3)), np.empty(3), data.J
-    J, e, jdqd, one = np.empty((m, n)), np.empty(m), np.zeros(m), np.zeros(6)
+    Rf, pf, J1 = rotations[0], vectors[0][:3], data.J
+    J, e, jdqd, one = wide[0], np.empty(m), vectors[1], vectors[2][:6]
     for k in range(f):  # each frame's rows: Jacobian, pose error, Jdot qd
         frame_placement(data, frame_bodies[k], R_offs[k], p_offs[k], Rf, pf)
         frame_jacobian(model, data, frame_bodies[k], Rf, pf, LOCAL_WORLD_ALIGNED, J1)
-        ek = pose_error(Rf, pf, R_d[k], p_d[k], max_error)
+        ek = pose_error(Rf, pf, R_d[k], p_d[k], max_error, vectors[3][:6], rotations[1])
         frame_bias_acceleration(model, data, qd, frame_bodies[k], pf, one)
         for r in range(6):
             e[6 * k + r], jdqd[6 * k + r] = ek[r], one[r]
             for c in range(n):
                 J[6 * k + r, c] = J1[r, c]
-    MinvJt, Lam, gain, V = operational_space_from(L, J, values[SINGULARITY], bases[0])
+    MinvJt, Lam, gain, V = operational_space_into(L, J, values[SINGULARITY], bases[0], tall,
+                                                  columns[1], squares[0:4], vectors[4:6])
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
     if not operational:  # Lambda Jdot qd, so that Lambda x'' + D x' = K e + (an outside wrench)
-        jdqd = matvec(Lam, jdqd)
-    Dm = np.zeros((m, m))
+        jdqd = matvec_into(Lam, jdqd, vectors[6])
+    Dm = squares[4]
+    Dm[:] = 0.0
     if D[0] >= 0:
         for k in range(m):
             Dm[k, k] = D[k]
@@ -193,41 +200,46 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
         for k in range(m):
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
-        Dm = critical_damping(K, gain, V, bases[1])
-    spring, F, xd = np.empty(m), np.empty(m), matvec(J, qd)
-    damp = matvec(Dm, xd)
+        Dm = critical_damping(K, gain, V, bases[1], squares[5:11], vectors[7:10])
+    spring, F, xd = vectors[10], vectors[11], matvec_into(J, qd, vectors[12])
+    damp = matvec_into(Dm, xd, vectors[13])
     for k in range(m):
         spring[k], F[k] = K[k] * e[k], K[k] * e[k] - damp[k] - jdqd[k]
     if operational:  # F <- Lambda F, and the spring part likewise (for friction's pull)
-        F, spring = matvec(Lam, F), matvec(Lam, spring)
+        F, spring = matvec_into(Lam, F, vectors[14]), matvec_into(Lam, spring, vectors[15])
     for k in range(m):
         F[k] += w[k]
     # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
-    inertia = np.empty(n)
-    inverse_diagonal(L, np.zeros(n), np.empty(n), inertia)
+    inertia, unit = columns[2], columns[3]
+    unit[:] = 0.0
+    inverse_diagonal(L, unit, columns[4], inertia)
     for i in range(n):
         inertia[i] = 1.0 / inertia[i]
     # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
-    vn = qd - matvec(MinvJt, matvec(Lam, xd))
-    tau_n, pull_n = np.empty(n), np.empty(n)
+    moved = matvec_into(MinvJt, matvec_into(Lam, xd, vectors[16]), columns[5])
+    tau_n, pull_n = columns[6], columns[7]
     for i in range(n):
         err = q_n[i] - q[i]
         if wrap[i] != 0.0:
             err = wrapped(err)
         dn = Dn[i] if Dn[i] >= 0 else 2.0 * math.sqrt(Kn[i] * inertia[i])
         pull_n[i] = Kn[i] * err
-        tau_n[i] = pull_n[i] - dn * vn[i]
+        tau_n[i] = pull_n[i] - dn * (qd[i] - moved[i])
     # N^T x = x - J^T Lambda (M^-1 J^T)^T x, for the nullspace torque and its spring part
-    z, z_pull = matvec(Lam, matvec(MinvJt.T.copy(), tau_n)), matvec(Lam, matvec(MinvJt.T.copy(),
-                                                                                pull_n))
-    command, pull = np.empty(n), np.empty(n)
+    Mt = wide[1]
+    for k in range(m):
+        for i in range(n):
+            Mt[k, i] = MinvJt[i, k]
+    z = matvec_into(Lam, matvec_into(Mt, tau_n, vectors[16]), vectors[17])
+    z_pull = matvec_into(Lam, matvec_into(Mt, pull_n, vectors[16]), vectors[18])
+    command, pull = columns[8], columns[9]
     for i in range(n):
         command[i], pull[i] = tau_n[i], pull_n[i]
         for k in range(m):
             command[i] += J[k, i] * (F[k] - z[k])
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
-        qdd = cholesky_apply(L, command, np.empty(n))
+        qdd = cholesky_apply(L, command, columns[10])
         for i in range(n):
             tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, inertia[i])
     for i in range(n):
@@ -293,11 +305,15 @@ class CartesianLaw:
         values = np.array([self.operational_space, *self.max_error, friction_deadband, period,
                            singularity_damping], dtype=float)
         self.bases = np.array([np.eye(6 * f)] * 2)  # (_law)
+        m = 6 * f
+        work = (np.zeros((SQUARES, m, m)), np.zeros((VECTORS, m)), np.zeros((COLUMNS, n)),
+                np.zeros((WIDE, m, n)), np.zeros((n, m)), np.zeros((ROTATIONS, 3, 3)))
         self._args = (*self.data.args, bodies, R_offs, p_offs, np.array([self.K, self.D]), joints,
-                      values, self.bases)
+                      values, self.bases, *work)
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
-        return _law(*self._args, q, qd, *self.targets(R_d, p_d, w), q_n)
+        tau, e = _law(*self._args, q, qd, *self.targets(R_d, p_d, w), q_n)
+        return tau.copy(), e  # tau is the workspace's
 
     def targets(self, R_d, p_d, w):
         """The targets as the compiled law takes them: (f, 3, 3), (f, 3), (6 f,)."""

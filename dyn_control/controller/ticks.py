@@ -46,9 +46,11 @@ def _cartesian_tick(mvec, mrot, ints, vecs, rots, mats, own, q, qd, R_d, p_d, w,
                     previous, since):
     # own: the law's arrays after the workspace's, one tuple (a call of over 30 arguments
     # compiles to a star call, which numba's cfuncs do not take)
-    frame_bodies, R_offs_f, p_offs_f, gains, joints, values, bases = own
+    (frame_bodies, R_offs_f, p_offs_f, gains, joints, values, bases, squares, vectors, columns,
+     wide, tall, rotations) = own
     tau, e = cartesian._law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs_f, p_offs_f,
-                            gains, joints, values, bases, q, qd, R_d, p_d, w, q_n)
+                            gains, joints, values, bases, squares, vectors, columns, wide, tall,
+                            rotations, q, qd, R_d, p_d, w, q_n)
     return e, finish(mvec, mrot, ints, vecs, rots, mats, st_rows, st_values, bodies, R_offs,
                      p_offs, lows, highs, Rf, pf, J, force, share, walls, previous, since, tau, q,
                      qd)
@@ -169,7 +171,7 @@ def _joint_layout(law, stage):
 
 def _cartesian_layout(law, stage):
     n, f = law.chain.n, len(law.ee_links)
-    own = law._args[6:]  # frame_bodies, R_offs, p_offs, gains, joints, values, bases
+    own = law._args[6:]  # frame_bodies, R_offs, p_offs, gains, joints, values, bases, work
     return _tick(_cartesian_entry, law, stage, own, (*_sizes(n, stage), f),
                  (n, n, 9 * f, 3 * f, 6 * f, n, n), 4, ((6 * f,), (n,)))
 
@@ -278,16 +280,19 @@ if _calls is not None:
         mvec, mrot, ints, vecs, rots, mats = _model(f, i, n)
         st_rows, st_values, bodies, R_offs, p_offs, lows, highs, Rf, pf, J, force = _stage(
             f, i, n, sizes[1], sizes[2])
-        e, out = carray(f[28], m), carray(f[29], n)
-        previous = carray(f[27], n if x[3] != 0.0 else 0)
+        e, out = carray(f[34], m), carray(f[35], n)
+        previous = carray(f[33], n if x[3] != 0.0 else 0)
         own = (carray(i[3], frames), carray(f[15], (frames, 3, 3)), carray(f[16], (frames, 3)),
                carray(f[17], (2, m)), carray(f[18], (6, n)), carray(f[19], 6),
-               carray(f[20], (2, m, m)))
+               carray(f[20], (2, m, m)), carray(f[21], (cartesian.SQUARES, m, m)),
+               carray(f[22], (cartesian.VECTORS, m)), carray(f[23], (cartesian.COLUMNS, n)),
+               carray(f[24], (cartesian.WIDE, m, n)), carray(f[25], (n, m)),
+               carray(f[26], (cartesian.ROTATIONS, 3, 3)))
         try:
             found = _cartesian_tick(
-                mvec, mrot, ints, vecs, rots, mats, own, carray(f[21], n), carray(f[22], n),
-                carray(f[23], (frames, 3, 3)), carray(f[24], (frames, 3)), carray(f[25], m),
-                carray(f[26], n), st_rows, st_values, bodies, R_offs, p_offs, lows, highs, Rf,
+                mvec, mrot, ints, vecs, rots, mats, own, carray(f[27], n), carray(f[28], n),
+                carray(f[29], (frames, 3, 3)), carray(f[30], (frames, 3)), carray(f[31], m),
+                carray(f[32], n), st_rows, st_values, bodies, R_offs, p_offs, lows, highs, Rf,
                 pf, J, force, x[0], x[1] != 0.0, previous, x[2])
         except Exception:  # noqa: BLE001 - as above
             return 0

@@ -83,8 +83,14 @@ def cholesky_solve(M, b):
 @jit
 def matvec(A, x):
     """A @ x for small arrays, without BLAS (numba's np.dot needs SciPy's)."""
-    out = np.zeros(A.shape[0])
+    return matvec_into(A, x, np.empty(A.shape[0]))
+
+
+@jit
+def matvec_into(A, x, out):
+    """Fill out with A @ x (out is not x), and return it."""
     for r in range(A.shape[0]):
+        out[r] = 0.0
         for c in range(A.shape[1]):
             out[r] += A[r, c] * x[c]
     return out
@@ -93,7 +99,13 @@ def matvec(A, x):
 @jit
 def matmul(A, B):
     """A @ B for small arrays, without BLAS."""
-    out = np.zeros((A.shape[0], B.shape[1]))
+    return matmul_into(A, B, np.empty((A.shape[0], B.shape[1])))
+
+
+@jit
+def matmul_into(A, B, out):
+    """Fill out with A @ B (out is neither), and return it."""
+    out[:] = 0.0
     for r in range(A.shape[0]):
         for k in range(A.shape[1]):
             for c in range(B.shape[1]):
@@ -118,8 +130,15 @@ def symmetric_eigen_from(A, V):
     the axes (np.eye) it is symmetric_eigen's cold start, bit for bit.
     """
     m = A.shape[0]
+    return symmetric_eigen_into(A, V, np.empty((m, m)), np.empty((m, m)), np.empty(m))
+
+
+@jit
+def symmetric_eigen_into(A, V, a, scratch, s):
+    """symmetric_eigen_from over given arrays: a and scratch (m, m), s (m,) the eigenvalues."""
+    m = A.shape[0]
     orthonormalize(V)
-    a = matmul(V.T, matmul(A, V))  # A in the basis V
+    a = matmul_into(V.T, matmul_into(A, V, scratch), a)  # A in the basis V
     largest = 0.0
     for i in range(m):
         largest = max(largest, abs(a[i, i]))
@@ -137,17 +156,16 @@ def symmetric_eigen_from(A, V):
                 theta = (a[k, k] - a[i, i]) / (2.0 * a[i, k])
                 t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
                 c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
+                sn = t * c
                 for r in range(m):  # a <- a P, then P^T a; V <- V P
                     x, y = a[r, i], a[r, k]
-                    a[r, i], a[r, k] = c * x - s * y, s * x + c * y
+                    a[r, i], a[r, k] = c * x - sn * y, sn * x + c * y
                 for r in range(m):
                     x, y = a[i, r], a[k, r]
-                    a[i, r], a[k, r] = c * x - s * y, s * x + c * y
+                    a[i, r], a[k, r] = c * x - sn * y, sn * x + c * y
                 for r in range(m):
                     x, y = V[r, i], V[r, k]
-                    V[r, i], V[r, k] = c * x - s * y, s * x + c * y
-    s = np.empty(m)
+                    V[r, i], V[r, k] = c * x - sn * y, sn * x + c * y
     for i in range(m):
         s[i] = a[i, i]
     return s, V
@@ -195,10 +213,15 @@ def damped_gains(s, damping):
     from zero (s >> damping) and falling to 0 towards it instead of growing without bound;
     with damping 0 the pseudo-inverse's (below 1e-12 of the largest: 0).
     """
+    return damped_gains_into(s, damping, np.empty(s.shape[0]))
+
+
+@jit
+def damped_gains_into(s, damping, gain):
+    """damped_gains into gain (m,)."""
     largest = 0.0
     for i in range(s.shape[0]):
         largest = max(largest, s[i])
-    gain = np.empty(s.shape[0])
     for i in range(s.shape[0]):
         if damping > 0.0:
             gain[i] = max(s[i], 0.0) / (s[i] * s[i] + damping * damping)
@@ -232,11 +255,20 @@ def operational_space_from(L, J, damping, V):
     which then holds the eigenvectors.
     """
     m, n = J.shape
-    MinvJt = np.empty((n, m))
-    column = np.empty(n)
+    return operational_space_into(L, J, damping, V, np.empty((n, m)), np.empty(n),
+                                  np.empty((4, m, m)), np.empty((2, m)))
+
+
+@jit
+def operational_space_into(L, J, damping, V, MinvJt, column, squares, vectors):
+    """operational_space_from over given arrays: MinvJt (n, m), column (n,), squares (4, m,
+    m): J M^-1 J^T, two for the decomposition, Lambda; vectors (2, m): the eigenvalues, the
+    gains. The same tuple.
+    """
+    m, n = J.shape
+    A, Lam = squares[0], squares[3]
     for k in range(m):
         MinvJt[:, k] = cholesky_apply(L, J[k], column)
-    A = np.zeros((m, m))
     for r in range(m):
         for c in range(m):
             total = 0.0
@@ -246,6 +278,6 @@ def operational_space_from(L, J, damping, V):
     for r in range(m):  # symmetric to the last bit, for the eigen-decomposition
         for c in range(r + 1, m):
             A[r, c] = A[c, r] = 0.5 * (A[r, c] + A[c, r])
-    s, V = symmetric_eigen_from(A, V)
-    gain = damped_gains(s, damping)
-    return MinvJt, compose_eigen(V, gain, np.empty((m, m))), gain, V
+    s, V = symmetric_eigen_into(A, V, squares[1], squares[2], vectors[0])
+    gain = damped_gains_into(s, damping, vectors[1])
+    return MinvJt, compose_eigen(V, gain, Lam), gain, V
