@@ -58,7 +58,6 @@ from dyn_control.kernels.linalg import (
     cholesky_factor,
     compose_eigen,
     inverse_diagonal,
-    matmul_into,
     matvec_into,
     operational_space_into,
     symmetric_eigen_into,
@@ -85,34 +84,53 @@ def _clip_norm(e, start, limit):
             e[k] *= limit / norm
 
 
+# an eigenvalue of J M^-1 J^T below this share of the largest is round-off: a direction the arm
+# cannot move in
+ROUND_OFF = 1e-12
+
+
 @jit
-def critical_damping(K, gain, V, U, squares, vectors):
+def critical_damping(K, s, gain, V, U, squares, vectors):
     """D (m, m) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
-    diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
-    L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
-    light mode (a wrist) gets the small damping its inertia takes at the control period,
-    where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability. A direction the
-    arm cannot move in (an arm of fewer than 6 joints, a singular pose) has a gain of round-off
-    size: it is taken as 0, no damping there (1 / its root amplified round-off into a
-    torque of 1e4 N m within one tick on example-robot-data's double pendulum). U (m, m): where
-    B's eigen-decomposition starts, the last tick's eigenvectors (symmetric_eigen_into).
-    squares (6, m, m) and vectors (3, m): its workspace; D is squares[5].
+    diag(gain) V^T (operational_space's eigenpairs, s the eigenvalues of J M^-1 J^T): D = 2 L
+    (L^-1 K L^-1)^(1/2) L with L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2
+    B^(1/2) x' + B x = 0). A light mode (a wrist) gets the small damping its inertia takes at
+    the control period, where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into
+    instability. A direction the arm cannot move in (an arm of fewer than 6 joints, a singular
+    pose) has an eigenvalue s of round-off size: no damping there (1 / its root amplified
+    round-off into a torque of 1e4 N m within one tick on example-robot-data's double
+    pendulum). It is told by s, not by its gain: a damped gain s / (s^2 + d^2) of round-off
+    came within 1e-9 of the largest gain on example-robot-data's finger, whose command then
+    moved by 3 % of its largest torque under a change of q of 1e-15 rad.
+    In V's coordinates, with root the roots of the gains: L = V diag(root) V^T, so B = V B' V^T
+    with B' = diag(1/root) V^T K V diag(1/root), and D = 2 W diag(t) W^T, where B' = U
+    diag(t^2) U^T and W = V diag(root) U. U (m, m): where B''s eigen-decomposition starts, the
+    last tick's (symmetric_eigen_into). squares (4, m, m) and vectors (3, m): its workspace;
+    D is squares[3].
     """
     m = K.shape[0]
     largest = 0.0
     for i in range(m):
-        largest = max(largest, gain[i])
+        largest = max(largest, s[i])
     root, inv_root = vectors[0], vectors[1]
     for i in range(m):
-        root[i] = math.sqrt(gain[i]) if gain[i] > 1e-9 * largest else 0.0
+        root[i] = math.sqrt(gain[i]) if s[i] > ROUND_OFF * largest and gain[i] > 0 else 0.0
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
-    L, Linv = compose_eigen(V, root, squares[0]), compose_eigen(V, inv_root, squares[1])
-    B = compose_eigen(Linv, K, squares[2])  # L^-1 K L^-1 (L^-1 is symmetric)
-    t, U = symmetric_eigen_into(B, U, squares[3], squares[4], vectors[2])
+    B = compose_eigen(V.T, K, squares[0])  # V^T K V, then B'
+    for r in range(m):
+        for c in range(m):
+            B[r, c] *= inv_root[r] * inv_root[c]
+    t, U = symmetric_eigen_into(B, U, squares[1], squares[2], vectors[2])
+    W = squares[1]
+    for r in range(m):
+        for c in range(m):
+            total = 0.0
+            for k in range(m):
+                total += V[r, k] * root[k] * U[k, c]
+            W[r, c] = total
     for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
-    root_B = compose_eigen(U, t, squares[3])
-    return matmul_into(matmul_into(L, root_B, squares[4]), L, squares[5])
+    return compose_eigen(W, t, squares[3])
 
 
 @jit
@@ -138,7 +156,7 @@ def pose_error(R, p, R_d, p_d, max_error, e, Rerr):
 NULLSPACE_STIFFNESS, NULLSPACE_DAMPING, WRAP, JOINT_DAMPING, FRICTION, LIMITS = range(6)
 OPERATIONAL, MAX_POSITION_ERROR, MAX_ROTATION_ERROR, DEADBAND, PERIOD, SINGULARITY = range(6)
 # the law's workspace besides the model's (CartesianLaw.work): how many of each shape
-SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 11, 19, 11, 2, 2
+SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 9, 19, 11, 2, 2
 
 
 @jit
@@ -200,7 +218,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
         for k in range(m):
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
-        Dm = critical_damping(K, gain, V, bases[1], squares[5:11], vectors[7:10])
+        Dm = critical_damping(K, vectors[4], gain, V, bases[1], squares[5:9], vectors[7:10])
     spring, F, xd = vectors[10], vectors[11], matvec_into(J, qd, vectors[12])
     damp = matvec_into(Dm, xd, vectors[13])
     for k in range(m):
