@@ -156,7 +156,7 @@ def pose_error(R, p, R_d, p_d, max_error, e, Rerr):
 NULLSPACE_STIFFNESS, NULLSPACE_DAMPING, WRAP, JOINT_DAMPING, FRICTION, LIMITS = range(6)
 OPERATIONAL, MAX_POSITION_ERROR, MAX_ROTATION_ERROR, DEADBAND, PERIOD, SINGULARITY = range(6)
 # the law's workspace besides the model's (CartesianLaw.work): how many of each shape
-SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 9, 19, 11, 2, 2
+SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 9, 19, 10, 2, 2
 
 
 @jit
@@ -228,14 +228,13 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
     for k in range(m):
         F[k] += w[k]
     # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
-    inertia, unit = columns[2], columns[3]
-    unit[:] = 0.0
-    inverse_diagonal(L, unit, columns[4], inertia)
+    inertia = columns[2]
+    inverse_diagonal(L, columns[3], inertia)
     for i in range(n):
         inertia[i] = 1.0 / inertia[i]
     # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
-    moved = matvec_into(MinvJt, matvec_into(Lam, xd, vectors[16]), columns[5])
-    tau_n, pull_n = columns[6], columns[7]
+    moved = matvec_into(MinvJt, matvec_into(Lam, xd, vectors[16]), columns[4])
+    tau_n, pull_n = columns[5], columns[6]
     for i in range(n):
         err = q_n[i] - q[i]
         if wrap[i] != 0.0:
@@ -250,14 +249,14 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
             Mt[k, i] = MinvJt[i, k]
     z = matvec_into(Lam, matvec_into(Mt, tau_n, vectors[16]), vectors[17])
     z_pull = matvec_into(Lam, matvec_into(Mt, pull_n, vectors[16]), vectors[18])
-    command, pull = columns[8], columns[9]
+    command, pull = columns[7], columns[8]
     for i in range(n):
         command[i], pull[i] = tau_n[i], pull_n[i]
         for k in range(m):
             command[i] += J[k, i] * (F[k] - z[k])
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
-        qdd = cholesky_apply(L, command, columns[10])
+        qdd = cholesky_apply(L, command, columns[9])
         for i in range(n):
             tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, inertia[i])
     for i in range(n):

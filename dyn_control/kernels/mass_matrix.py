@@ -186,10 +186,7 @@ def workspace_inertias(vecs, rots, mats, out):
     d = views.data(vecs, rots, mats)
     n = out.shape[0]
     L = cholesky_factor(d.M, d.L)
-    unit, x = d.vectors[0], d.vectors[2]
-    for i in range(n):
-        unit[i] = 0.0
-    inverse_diagonal(L, unit, x, out)
+    inverse_diagonal(L, d.vectors[2], out)
     for j in range(n):
         out[j] = 1.0 / out[j]
 

@@ -197,7 +197,7 @@ def staged_passive(model, q, qd, tau, damping, friction, dt, staged_damping, imp
         free[i] = tau[i] - bias[i]
     cholesky_apply(d.L, free, free)
     inverse = np.empty(n)
-    inverse_diagonal(d.L, np.zeros(n), np.empty(n), inverse)
+    inverse_diagonal(d.L, np.empty(n), inverse)
     for i in range(n):
         free[i] = qd[i] + dt * free[i]
         if damping[i] > 0.0 and staged(dt, damping[i], 1.0 / inverse[i]):
