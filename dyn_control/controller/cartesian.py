@@ -323,10 +323,11 @@ class CartesianLaw:
                            singularity_damping], dtype=float)
         self.bases = np.array([np.eye(6 * f)] * 2)  # (_law)
         m = 6 * f
-        work = (np.zeros((SQUARES, m, m)), np.zeros((VECTORS, m)), np.zeros((COLUMNS, n)),
-                np.zeros((WIDE, m, n)), np.zeros((n, m)), np.zeros((ROTATIONS, 3, 3)))
+        # what a tick fills besides the model's workspace (_law's squares... rotations)
+        self.work = (np.zeros((SQUARES, m, m)), np.zeros((VECTORS, m)), np.zeros((COLUMNS, n)),
+                     np.zeros((WIDE, m, n)), np.zeros((n, m)), np.zeros((ROTATIONS, 3, 3)))
         self._args = (*self.data.args, bodies, R_offs, p_offs, np.array([self.K, self.D]), joints,
-                      values, self.bases, *work)
+                      values, self.bases, *self.work)
 
     def __call__(self, q, qd, R_d, p_d, w, q_n):
         tau, e = _law(*self._args, q, qd, *self.targets(R_d, p_d, w), q_n)
