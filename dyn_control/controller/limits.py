@@ -98,16 +98,13 @@ def finish(mvec, mrot, ints, vecs, rots, mats, rows, values, bodies, R_offs, p_o
                 tau[i] += torque[i]
             saturate(tau, limits)
     saturated = at_limit(tau, limits)
-    out = tau.copy()
+    out = tau.copy()  # the command: it outlives the tick
     if previous is not None:  # (typed apart for None: no check then)
         if previous.shape[0] == n and values[BOUNDED] != 0.0:
             if since <= 0:
-                out = previous.copy()
+                out[:] = previous
             else:
-                step = np.empty(n)
-                for i in range(n):
-                    step[i] = rows[RATE, i] * since
-                out = _bounded_change(tau, previous, step)
+                _bounded_change(tau, previous, rows[RATE], since, out)
     finite = True
     for i in range(n):
         finite = finite and math.isfinite(out[i])
