@@ -60,6 +60,7 @@ from dyn_control.kernels.linalg import (
     inverse_diagonal,
     matvec_into,
     operational_space_into,
+    scaled_product,
     symmetric_eigen_into,
 )
 from dyn_control.kernels.newton_euler import NO_WRENCH, rnea
@@ -121,13 +122,7 @@ def critical_damping(K, s, gain, V, U, squares, vectors):
         for c in range(m):
             B[r, c] *= inv_root[r] * inv_root[c]
     t, U = symmetric_eigen_into(B, U, squares[1], squares[2], vectors[2])
-    W = squares[1]
-    for r in range(m):
-        for c in range(m):
-            total = 0.0
-            for k in range(m):
-                total += V[r, k] * root[k] * U[k, c]
-            W[r, c] = total
+    W = scaled_product(V, root, U.T, squares[1])
     for i in range(m):
         t[i] = 2.0 * math.sqrt(max(t[i], 0.0))
     return compose_eigen(W, t, squares[3])

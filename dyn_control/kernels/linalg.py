@@ -155,9 +155,9 @@ def symmetric_eigen_into(A, V, a, scratch, s):
         for i in range(m):
             for k in range(i + 1, m):
                 off += a[i, k] * a[i, k]
-        # converged: the next sweep's rotations would be of the order of off, which moves
-        # no eigenvector by more than round-off past 1e-22 (Jacobi's quadratic convergence
-        # takes 1e-13 to 1e-26 in one sweep, then the sweep after changed nothing)
+        # converged: off-diagonals under 1e-22 of the largest eigenvalue rotate no eigenvector
+        # past round-off (the convergence is quadratic: a sweep takes them from about 1e-13
+        # to 1e-26, and the one after that changed nothing)
         if off <= (1e-22 * largest) ** 2:
             break
         for i in range(m):
@@ -208,12 +208,17 @@ def orthonormalize(V):
 @jit
 def compose_eigen(V, gain, out):
     """Fill out (m, m) with V diag(gain) V^T."""
-    m = V.shape[0]
-    for r in range(m):
-        for c in range(m):
+    return scaled_product(V, gain, V, out)
+
+
+@jit
+def scaled_product(A, gain, B, out):
+    """Fill out with A diag(gain) B^T (A (r, m), B (c, m)), and return it."""
+    for r in range(A.shape[0]):
+        for c in range(B.shape[0]):
             total = 0.0
-            for i in range(m):
-                total += V[r, i] * gain[i] * V[c, i]
+            for i in range(A.shape[1]):
+                total += A[r, i] * gain[i] * B[c, i]
             out[r, c] = total
     return out
 
