@@ -312,22 +312,26 @@ def test_the_decompositions_started_from_the_last_tick_give_the_cold_starts_comm
 
 @pytest.mark.parametrize("rel, keywords", real_arms(), ids=lambda x: str(x).split("/")[-1])
 def test_the_command_does_not_jump_under_a_round_off_change_of_q(rel, keywords):
-    # The law is continuous in q away from its clips: a change of q of 1e-15 rad, the size of
-    # round-off, moves the command by round-off. Reference: the same law at q. Bound: 1e-9 of
-    # the largest torque, on every arm of example-robot-data at 10 random states (measured:
-    # at most 3.2e-12, the UR10; on the 3-joint finger, whose task has three directions it
-    # cannot move in, 3.1e-2 when those were told apart by their damped gain, not by their
-    # eigenvalue).
+    # The law and the operational-space inertia are continuous in q away from the law's clips:
+    # a change of q of 1e-15 rad, the size of round-off, moves them by round-off. Reference:
+    # each at q. Bound: 1e-9 of the largest torque (of Lambda's largest entry), on every arm of
+    # example-robot-data at 10 random states (measured: at most 8.8e-12, the UR10; on the
+    # 3-joint finger, whose task has three directions it cannot move in, the command moved by
+    # 3.1e-2 and Lambda by 3.7e-6 while round-off's eigenvalues kept a damped gain).
     from conftest import robots_dir
 
     chain = load_arm(rel) if not keywords else load_chain(robots_dir() / rel, **keywords)
     rng = np.random.default_rng(1)
-    worst = 0.0
+    worst = {"command": 0.0, "Lambda": 0.0}
     for _ in range(10):
         q, qd = rng.uniform(-1, 1, (2, chain.n))
         R, p = kinematics.frame_pose(chain, q + 0.05, chain.tip_link)
         w = rng.uniform(-1, 1, 6)
         taus = [CartesianLaw(chain, limits=effort_limits(chain), friction_compensation=True)(
             q + dq, qd, R, p, w, q)[0] for dq in (0.0, 1e-15)]
-        worst = max(worst, np.abs(taus[1] - taus[0]).max() / np.abs(taus[0]).max())
-    assert worst < 1e-9
+        worst["command"] = max(worst["command"],
+                               np.abs(taus[1] - taus[0]).max() / np.abs(taus[0]).max())
+        inertias = [kinematics.operational_space_inertia(chain, q + dq) for dq in (0.0, 1e-15)]
+        worst["Lambda"] = max(worst["Lambda"], np.abs(inertias[1] - inertias[0]).max()
+                              / np.abs(inertias[0]).max())
+    assert worst["command"] < 1e-9 and worst["Lambda"] < 1e-9, worst

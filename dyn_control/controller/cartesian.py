@@ -85,24 +85,16 @@ def _clip_norm(e, start, limit):
             e[k] *= limit / norm
 
 
-# an eigenvalue of J M^-1 J^T below this share of the largest is round-off: a direction the arm
-# cannot move in
-ROUND_OFF = 1e-12
-
-
 @jit
-def critical_damping(K, s, gain, V, U, squares, vectors):
+def critical_damping(K, gain, V, U, squares, vectors):
     """D (m, m) that damps each mode of Lambda x'' + D x' + K x = 0 critically, Lambda = V
-    diag(gain) V^T (operational_space's eigenpairs, s the eigenvalues of J M^-1 J^T): D = 2 L
-    (L^-1 K L^-1)^(1/2) L with L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2
-    B^(1/2) x' + B x = 0). A light mode (a wrist) gets the small damping its inertia takes at
-    the control period, where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into
-    instability. A direction the arm cannot move in (an arm of fewer than 6 joints, a singular
-    pose) has an eigenvalue s of round-off size: no damping there (1 / its root amplified
-    round-off into a torque of 1e4 N m within one tick on example-robot-data's double
-    pendulum). It is told by s, not by its gain: a damped gain s / (s^2 + d^2) of round-off
-    came within 1e-9 of the largest gain on example-robot-data's finger, whose command then
-    moved by 3 % of its largest torque under a change of q of 1e-15 rad.
+    diag(gain) V^T (operational_space's eigenpairs): D = 2 L (L^-1 K L^-1)^(1/2) L with
+    L = Lambda^(1/2) (in the coordinates L x the system is x'' + 2 B^(1/2) x' + B x = 0). A
+    light mode (a wrist) gets the small damping its inertia takes at the control period,
+    where a diagonal 2 sqrt(K_i Lambda_ii) would overdamp it into instability. A direction the
+    arm cannot move in (an arm of fewer than 6 joints, a singular pose) has a gain of 0
+    (linalg.damped_gains): no damping there (1 / its root amplified round-off into a torque of
+    1e4 N m within one tick on example-robot-data's double pendulum).
     In V's coordinates, with root the roots of the gains: L = V diag(root) V^T, so B = V B' V^T
     with B' = diag(1/root) V^T K V diag(1/root), and D = 2 W diag(t) W^T, where B' = U
     diag(t^2) U^T and W = V diag(root) U. U (m, m): where B''s eigen-decomposition starts, the
@@ -110,12 +102,9 @@ def critical_damping(K, s, gain, V, U, squares, vectors):
     D is squares[3].
     """
     m = K.shape[0]
-    largest = 0.0
-    for i in range(m):
-        largest = max(largest, s[i])
     root, inv_root = vectors[0], vectors[1]
     for i in range(m):
-        root[i] = math.sqrt(gain[i]) if s[i] > ROUND_OFF * largest and gain[i] > 0 else 0.0
+        root[i] = math.sqrt(gain[i]) if gain[i] > 0 else 0.0
         inv_root[i] = 1.0 / root[i] if root[i] > 0 else 0.0
     B = compose_eigen(V.T, K, squares[0])  # V^T K V, then B'
     for r in range(m):
@@ -151,7 +140,7 @@ def pose_error(R, p, R_d, p_d, max_error, e, Rerr):
 NULLSPACE_STIFFNESS, NULLSPACE_DAMPING, WRAP, JOINT_DAMPING, FRICTION, LIMITS = range(6)
 OPERATIONAL, MAX_POSITION_ERROR, MAX_ROTATION_ERROR, DEADBAND, PERIOD, SINGULARITY = range(6)
 # the law's workspace besides the model's (CartesianLaw.work): how many of each shape
-SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 9, 19, 10, 2, 2
+SQUARES, VECTORS, COLUMNS, WIDE, ROTATIONS = 9, 19, 9, 2, 2
 
 
 @jit
@@ -198,7 +187,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
             for c in range(n):
                 J[6 * k + r, c] = J1[r, c]
     MinvJt, Lam, gain, V = operational_space_into(L, J, values[SINGULARITY], bases[0], tall,
-                                                  columns[1], squares[0:4], vectors[4:6])
+                                                  squares[0:4], vectors[4:6])
     compensate_damping = False
     for i in range(n):
         compensate_damping = compensate_damping or damping_b[i] > 0
@@ -213,7 +202,7 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
         for k in range(m):
             Dm[k, k] = 2.0 * math.sqrt(K[k])
     else:
-        Dm = critical_damping(K, vectors[4], gain, V, bases[1], squares[5:9], vectors[7:10])
+        Dm = critical_damping(K, gain, V, bases[1], squares[5:9], vectors[7:10])
     spring, F, xd = vectors[10], vectors[11], matvec_into(J, qd, vectors[12])
     damp = matvec_into(Dm, xd, vectors[13])
     for k in range(m):
@@ -223,13 +212,13 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
     for k in range(m):
         F[k] += w[k]
     # each joint's effective inertia 1 / (M^-1)_ii (the others free), for the nullspace damping
-    inertia = columns[2]
-    inverse_diagonal(L, columns[3], inertia)
+    inertia = columns[1]
+    inverse_diagonal(L, columns[2], inertia)
     for i in range(n):
         inertia[i] = 1.0 / inertia[i]
     # the nullspace velocity N qd = qd - J-bar J qd; its damping only takes energy out
-    moved = matvec_into(MinvJt, matvec_into(Lam, xd, vectors[16]), columns[4])
-    tau_n, pull_n = columns[5], columns[6]
+    moved = matvec_into(MinvJt, matvec_into(Lam, xd, vectors[16]), columns[3])
+    tau_n, pull_n = columns[4], columns[5]
     for i in range(n):
         err = q_n[i] - q[i]
         if wrap[i] != 0.0:
@@ -244,14 +233,14 @@ def _law(mvec, mrot, ints, vecs, rots, mats, frame_bodies, R_offs, p_offs, gains
             Mt[k, i] = MinvJt[i, k]
     z = matvec_into(Lam, matvec_into(Mt, tau_n, vectors[16]), vectors[17])
     z_pull = matvec_into(Lam, matvec_into(Mt, pull_n, vectors[16]), vectors[18])
-    command, pull = columns[7], columns[8]
+    command, pull = columns[6], columns[7]
     for i in range(n):
         command[i], pull[i] = tau_n[i], pull_n[i]
         for k in range(m):
             command[i] += J[k, i] * (F[k] - z[k])
             pull[i] += J[k, i] * (spring[k] - z_pull[k])
     if compensate_damping:  # the joint damping over one control period, as computed_torque
-        qdd = cholesky_apply(L, command, columns[9])
+        qdd = cholesky_apply(L, command, columns[8])
         for i in range(n):
             tau[i] += period_damping(damping_b[i], qd[i], qdd[i], period, inertia[i])
     for i in range(n):
