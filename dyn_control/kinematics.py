@@ -134,7 +134,8 @@ def manipulability(J):
 
 def damped_inverse(A, damping=SINGULARITY_DAMPING):
     """The damped least-squares inverse of a symmetric positive semi-definite matrix (m, m):
-    each eigenvalue s becomes s / (s^2 + damping^2); damping 0: the pseudo-inverse.
+    each eigenvalue s becomes s / (s^2 + damping^2); damping 0: the pseudo-inverse. One under
+    1e-12 of the largest is round-off, and becomes 0 (linalg.damped_gains).
     """
     A = np.ascontiguousarray(A, dtype=float)
     return linalg.damped_inverse(0.5 * (A + A.T), float(damping), np.empty_like(A))
