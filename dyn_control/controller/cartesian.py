@@ -97,8 +97,8 @@ def critical_damping(K, gain, V, U, squares, vectors):
     1e4 N m within one tick on example-robot-data's double pendulum).
     In V's coordinates, with root the roots of the gains: L = V diag(root) V^T, so B = V B' V^T
     with B' = diag(1/root) V^T K V diag(1/root), and D = 2 W diag(t) W^T, where B' = U
-    diag(t^2) U^T and W = V diag(root) U. U (m, m): where B''s eigen-decomposition starts, the
-    last tick's (symmetric_eigen_into). squares (4, m, m) and vectors (3, m): its workspace;
+    diag(t^2) U^T and W = V diag(root) U. U (m, m): where the eigen-decomposition of B' starts,
+    the last tick's (symmetric_eigen_into). squares (4, m, m) and vectors (3, m): its workspace;
     D is squares[3].
     """
     m = K.shape[0]
