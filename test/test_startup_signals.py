@@ -120,3 +120,54 @@ def test_a_node_stuck_in_a_callback_still_ends_after_the_grace_period_with_code_
     # the grace period ran out (the callback never returned), well before launch's escalation
     assert code == 0 and STOP_GRACE <= took < LAUNCH_ESCALATION, (code, took, node.log())
     assert "did not stop within" in node.log()
+
+
+QUIET_NODE = """
+import sys
+from dyn_control.nodes.process import ProcessNode, run
+
+class Quiet(ProcessNode):
+    NODE_NAME = "quiet"
+
+    def __init__(self):
+        super().__init__()
+        self.create_timer(0.01, self.tick)
+        self.ticks = 0
+
+    def tick(self):
+        self.ticks += 1
+        if self.ticks == 1:
+            print("spinning", flush=True)
+
+sys.exit(run(Quiet))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_that_keep_coming_while_the_node_ends_still_end_it_with_code_0(sig, tmp_path):
+    # Ctrl-C on `ros2 launch` sends SIGINT twice to each node: the terminal's, to the whole
+    # process group, then launch's own. The second can land while Python finalizes, after its
+    # handlers are gone: the node died by the signal (exit -2, "process has died" in launch's
+    # log) after it had stopped cleanly. Here a signal every 2 ms from the first to the end.
+    import sys
+    node = processes.NodeProcess("quiet", log_dir=tmp_path, domain_id=79,
+                                 argv=[sys.executable, "-c", QUIET_NODE])
+    try:
+        deadline = time.monotonic() + 60
+        while "spinning" not in node.log():
+            assert node.running() and time.monotonic() < deadline, node.log()
+            time.sleep(0.02)
+        sent, start = 0, time.monotonic()
+        while node.proc.poll() is None and time.monotonic() - start < LAUNCH_ESCALATION:
+            try:
+                node.proc.send_signal(sig)
+                sent += 1
+            except ProcessLookupError:
+                break
+            time.sleep(0.002)
+        code = node.proc.wait(timeout=30)
+    finally:
+        node.stop()
+    assert sent > 1, "one signal only: the test proves nothing"
+    assert code == 0, (code, sent, node.log())
+    assert "Traceback" not in node.log()

@@ -129,4 +129,9 @@ def run(node_class, args=None):
             node.destroy_node()
         rclpy.try_shutdown()
         stopped.set()
+        # Ctrl-C on ros2 launch signals each node twice (the terminal's, then launch's): one
+        # that lands while Python finalizes, its handlers gone, would end a process that has
+        # stopped cleanly by the signal (-2). Ignored ones stay ignored through finalization.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     return code
