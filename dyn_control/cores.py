@@ -19,5 +19,15 @@ class Events:
         self.events.append((level, text, throttle))
 
     def drain(self):
-        """The events since the last drain, oldest first."""
-        return [self.events.popleft() for _ in range(len(self.events))]
+        """The events since the last drain, oldest first. Two threads may drain at once (the
+        simulator's stepper and its executor): each takes what it pops, until the deque is
+        empty. Counting first and popping that many raised IndexError in the thread that
+        lost the race, and the stepper's thread died with it (simulated time stopped, under
+        load).
+        """
+        out = []
+        while True:
+            try:
+                out.append(self.events.popleft())
+            except IndexError:
+                return out

@@ -296,3 +296,30 @@ def test_a_push_stamped_ahead_is_applied_at_its_simulated_time(chain):
     with pytest.raises(ValueError, match="'nowhere'"):
         sim.push(wrench, "nowhere", at=1.0)
     assert sim.scheduled == []
+
+
+def test_events_drained_by_two_threads_at_once_are_each_taken_once():
+    # The simulator's stepper thread and its executor drain the same events. Here the other
+    # thread's drain runs just before this drain's first pop (a deque whose first popleft lets
+    # it), the interleaving that killed the stepper under load. Reference: every event is
+    # drained exactly once, and no drain raises (one that counted first and then popped that
+    # many raised IndexError)
+    from collections import deque
+
+    from dyn_control.cores import Events
+
+    events, taken = Events(), []
+
+    class Interleaved(deque):
+        def popleft(self):
+            if not self.other_ran:
+                self.other_ran = True
+                taken.extend(events.drain())  # the other thread, between two steps of this one
+            return super().popleft()
+
+    events.events = Interleaved()
+    events.events.other_ran = False
+    for k in range(5):
+        events._say("info", str(k))
+    taken.extend(events.drain())
+    assert [text for _, text, _ in taken] == [str(k) for k in range(5)]
