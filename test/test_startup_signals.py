@@ -84,6 +84,20 @@ def test_signal_during_start_up_ends_the_node_at_once_with_code_0(name, sig, pha
     assert f"[{name}] stopped during start-up" in log  # not silence: the user is told
 
 
+def _script_node(name, source, log_dir):
+    """A node process running `source` (a script over dyn_control.nodes.process.run)."""
+    import sys
+    return processes.NodeProcess(name, log_dir=log_dir, domain_id=79,
+                                 argv=[sys.executable, "-c", source])
+
+
+def _wait_for_line(node, text, timeout=60):
+    deadline = time.monotonic() + timeout
+    while text not in node.log():
+        assert node.running() and time.monotonic() < deadline, node.log()
+        time.sleep(0.02)
+
+
 STUCK_NODE = """
 import sys, time
 from dyn_control.nodes.process import ProcessNode, run
@@ -106,14 +120,9 @@ sys.exit(run(Stuck))
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_node_stuck_in_a_callback_still_ends_after_the_grace_period_with_code_0(sig, tmp_path):
     # the spin never returns to check the stop flag: the signal's grace period ends it
-    import sys
-    node = processes.NodeProcess("stuck", log_dir=tmp_path, domain_id=79,
-                                 argv=[sys.executable, "-c", STUCK_NODE])
+    node = _script_node("stuck", STUCK_NODE, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while "in a callback" not in node.log():
-            assert node.running() and time.monotonic() < deadline, node.log()
-            time.sleep(0.05)
+        _wait_for_line(node, "in a callback")
         code, took = _signal_and_wait(node, sig)
     finally:
         node.stop()
@@ -149,14 +158,9 @@ def test_signals_that_keep_coming_while_the_node_ends_still_end_it_with_code_0(s
     # process group, then launch's own. The second can land while Python finalizes, after its
     # handlers are gone: the node died by the signal (exit -2, "process has died" in launch's
     # log) after it had stopped cleanly. Here a signal every 2 ms from the first to the end.
-    import sys
-    node = processes.NodeProcess("quiet", log_dir=tmp_path, domain_id=79,
-                                 argv=[sys.executable, "-c", QUIET_NODE])
+    node = _script_node("quiet", QUIET_NODE, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while "spinning" not in node.log():
-            assert node.running() and time.monotonic() < deadline, node.log()
-            time.sleep(0.02)
+        _wait_for_line(node, "spinning")
         sent, start = 0, time.monotonic()
         while node.proc.poll() is None and time.monotonic() - start < LAUNCH_ESCALATION:
             try:

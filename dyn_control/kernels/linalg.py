@@ -89,25 +89,15 @@ def cholesky_solve(M, b):
 
 
 @jit
-def matvec(A, x):
-    """A @ x for small arrays, without BLAS (numba's np.dot needs SciPy's)."""
-    return matvec_into(A, x, np.empty(A.shape[0]))
-
-
-@jit
 def matvec_into(A, x, out):
-    """Fill out with A @ x (out is not x), and return it."""
+    """Fill out with A @ x (out is not x), and return it: small arrays, without BLAS (numba's
+    np.dot needs SciPy's).
+    """
     for r in range(A.shape[0]):
         out[r] = 0.0
         for c in range(A.shape[1]):
             out[r] += A[r, c] * x[c]
     return out
-
-
-@jit
-def matmul(A, B):
-    """A @ B for small arrays, without BLAS."""
-    return matmul_into(A, B, np.empty((A.shape[0], B.shape[1])))
 
 
 @jit
@@ -126,24 +116,19 @@ def symmetric_eigen(A):
     """(s (m,), V (m, m)): the eigenvalues and eigenvectors (columns) of a symmetric A, by
     cyclic Jacobi rotations.
     """
-    return symmetric_eigen_from(A, np.eye(A.shape[0]))
-
-
-@jit
-def symmetric_eigen_from(A, V):
-    """symmetric_eigen, the rotations starting from the basis V (m, m) instead of the axes:
-    a control tick passes the last tick's eigenvectors, in which A is nearly diagonal
-    already (one sweep fewer to converge). V is made orthonormal first (its
-    round-off would otherwise grow from tick to tick) and holds the eigenvectors after; from
-    the axes (np.eye) it is symmetric_eigen's cold start, bit for bit.
-    """
     m = A.shape[0]
-    return symmetric_eigen_into(A, V, np.empty((m, m)), np.empty((m, m)), np.empty(m))
+    return symmetric_eigen_into(A, np.eye(m), np.empty((m, m)), np.empty((m, m)), np.empty(m))
 
 
 @jit
 def symmetric_eigen_into(A, V, a, scratch, s):
-    """symmetric_eigen_from over given arrays: a and scratch (m, m), s (m,) the eigenvalues."""
+    """symmetric_eigen, the rotations starting from the basis V (m, m) instead of the axes: a
+    control tick passes the last tick's eigenvectors, in which A is nearly diagonal already
+    (one sweep fewer to converge). V is made orthonormal first (its round-off would otherwise
+    grow from tick to tick) and holds the eigenvectors after; from the axes (np.eye) it is
+    symmetric_eigen's cold start, bit for bit. a and scratch (m, m): its workspace; s (m,):
+    the eigenvalues.
+    """
     m = A.shape[0]
     orthonormalize(V)
     a = matmul_into(V.T, matmul_into(A, V, scratch), a)  # A in the basis V
@@ -270,25 +255,18 @@ def operational_space(L, J, damping):
     (J M^-1 J^T)^-1, the task-space inertia, by the damped inverse (bounded at singular
     poses).
     """
-    return operational_space_from(L, J, damping, np.eye(J.shape[0]))
-
-
-@jit
-def operational_space_from(L, J, damping, V):
-    """operational_space with its eigen-decomposition started from V (symmetric_eigen_from),
-    which then holds the eigenvectors.
-    """
     m, n = J.shape
-    return operational_space_into(L, J, damping, V, np.empty((n, m)), np.empty((4, m, m)),
-                                  np.empty((2, m)))
+    return operational_space_into(L, J, damping, np.eye(m), np.empty((n, m)),
+                                  np.empty((4, m, m)), np.empty((2, m)))
 
 
 @jit
 def operational_space_into(L, J, damping, V, MinvJt, squares, vectors):
-    """operational_space_from over given arrays: MinvJt (n, m), squares (4, m, m): J M^-1 J^T,
-    two for the decomposition, Lambda; vectors (2, m): the eigenvalues, the gains. The same
-    tuple. With X = L^-1 J^T, J M^-1 J^T = X^T X: symmetric to the last bit, and half of it
-    computed; then M^-1 J^T = L^-T X.
+    """operational_space with its eigen-decomposition started from V (symmetric_eigen_into),
+    which then holds the eigenvectors, over given arrays: MinvJt (n, m), squares (4, m, m):
+    J M^-1 J^T, two for the decomposition, Lambda; vectors (2, m): the eigenvalues, the gains.
+    The same tuple. With X = L^-1 J^T, J M^-1 J^T = X^T X: symmetric to the last bit, and half
+    of it computed; then M^-1 J^T = L^-T X.
     """
     m, n = J.shape
     A, Lam = squares[0], squares[3]
