@@ -20,11 +20,16 @@ row and 1.60 on the next here). At the --limits-off rates, each mode has an even
 third node runs without its limits (limits.enabled false): the guard stage's share. Every node
 has walls set far out, so that the Cartesian modes and teach pay for checking them; the states
 are at rest, away from every limit, so what is measured is the check each tick pays, not a
-barrier at work. With --loops 2 3 (the default), the computed_torque events row at the highest
-rate is repeated with one and two more loops running in the same ROS domain beside it, each a
-simulator running free at 1 kHz, as hardware, and a controller under a namespace of its own
-(/loop2, /loop3): what other arms on the graph cost the first one's deadlines and compute
-time, against the row without them in the same run.
+barrier at work. Every node runs as it does by default: the controller's ticks and the relay's
+answers under SCHED_FIFO at thread_priority 50 where the machine allows it (each node's
+/diagnostics or log says so; the probe keeps the default scheduling). At the --realtime-off
+rates, the cartesian_impedance rows add a third node, the controller under the default
+scheduling (thread_priority 0), in the same turns: what the real-time scheduling is worth to
+the compute time on this machine. With --loops 2 3 (the default), the computed_torque events
+row at the highest rate is repeated with one and two more loops running in the same ROS domain
+beside it, each a simulator running free at 1 kHz, as hardware, and a controller under a
+namespace of its own (/loop2, /loop3): what other arms on the graph cost the first one's
+deadlines and compute time, against the row without them in the same run.
 
 Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
 of states to one, then to the other (the relay listens on its own state topic). A drift of
@@ -61,7 +66,8 @@ NAMES = [f"joint{i}" for i in range(1, 8)]
 BLOCK = 1.0  # s of states to one node before the other's turn
 # the controller's variants, each a third node in a row's turns: its parameters against ours
 VARIANTS = {"without_observer": {"external_torque.enabled": False},
-            "without_limits": {"limits.enabled": False}}
+            "without_limits": {"limits.enabled": False},
+            "without_realtime": {"thread_priority": 0}}
 TOPICS = {  # node -> (state topic, effort command topic)
     "relay": ("/relay/joint_states", "/relay/commands"),
     "controller": ("/joint_states", "/effort_controller/commands"),
@@ -257,7 +263,8 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
         result["other_loops"] = other_codes
     for name, values in status.items():  # a controller's own compute time, its last 5000 ticks
         if values is not None:
-            for key in ("compute_p50_us", "compute_p99_us", "observe_p50_us", "observe_p99_us"):
+            for key in ("compute_p50_us", "compute_p99_us", "observe_p50_us", "observe_p99_us",
+                        "scheduling"):
                 if key in values:
                     result[name][key] = values[key]
     return result
@@ -289,6 +296,9 @@ def main():
     parser.add_argument("--limits-off", type=float, nargs="*", default=[1000],
                         help="rates at which each mode's events row runs the controller without "
                              "its limits (limits.enabled false) in the same turns (their cost)")
+    parser.add_argument("--realtime-off", type=float, nargs="*", default=[1000],
+                        help="rates at which the cartesian_impedance rows also run the "
+                             "controller under the default scheduling, in the same turns")
     parser.add_argument("--loops", type=int, nargs="*", default=[2, 3],
                         help="repeat the computed_torque events row at the highest rate with "
                              "this many closed loops in the domain (theirs beside it)")
@@ -304,7 +314,9 @@ def main():
                   "without_observer" if executor == "events" and rate in args.observer_off
                   else None, 1)
                  for executor in args.executors for rate in args.rates]
-        cases += [("events", rate, "cartesian_impedance", None, 1) for rate in args.cartesian]
+        cases += [("events", rate, "cartesian_impedance",
+                   "without_realtime" if rate in args.realtime_off else None, 1)
+                  for rate in args.cartesian]
         cases += [("events", rate, mode, "without_limits", 1) for mode in MODES
                   for rate in args.limits_off]
         cases += [("events", max(args.rates), "computed_torque", None, loops)
@@ -338,7 +350,7 @@ def print_row(row, header):
     if row.get("loops", 1) > 1:
         label += f" ({row['loops']} loops)"
     for name, suffix in (("controller", ""), ("without_observer", " -obs"),
-                         ("without_limits", " -lim")):
+                         ("without_limits", " -lim"), ("without_realtime", " -rt")):
         if name not in row:
             continue
         o = row[name]
@@ -384,6 +396,14 @@ def check_targets(rows):
                          / row[variant].get("compute_p99_us", np.nan))
                 checks.append((f"compute p99 with {what} within 1.1x of without them", ratio,
                                ratio <= 1.1))
+        if "without_realtime" in row:
+            # not a target: what SCHED_FIFO is worth here, in the same turns
+            plain = row["without_realtime"]
+            print(f"  [info] {label}: compute p50/p99 under {ours.get('scheduling', '?')}: "
+                  f"{ours.get('compute_p50_us', np.nan):.1f} / "
+                  f"{ours.get('compute_p99_us', np.nan):.1f} us; under the default "
+                  f"scheduling: {plain.get('compute_p50_us', np.nan):.1f} / "
+                  f"{plain.get('compute_p99_us', np.nan):.1f} us")
         if "without_observer" in row:
             # not a target: the observe stage's own time, after the command is out
             print(f"  [info] {label}: the observe stage, after the command: p50 "

@@ -56,7 +56,8 @@ class Param:
     or `low`/`high` (a finite number, bounds included unless `open_low`), check a value;
     per-joint values (a scalar or one per joint) are checked where the joint count is known.
     `per_joint`: GAINS (a scalar or one finite value >= 0 per joint) or POSITIONS (one finite
-    value per joint), read by Table.read into an array in chain order (unset: None).
+    value per joint), read by Table.read into an array in chain order (unset: None). `integer`:
+    the number must be a whole one (3.0 is read as 3).
     `choices` may be a function that returns them, read at each check (the controller's modes,
     which controller.laws.register_mode extends). `any_type` allows a scalar or a list (ROS's
     dynamic typing); `run_time`, whether `ros2 param set` may change it. `number`: the value is a
@@ -78,6 +79,7 @@ class Param:
     shown_default: str = None  # how docs/parameters.md shows the default, if not the value
     number: bool = None
     per_joint: str = None  # GAINS or POSITIONS
+    integer: bool = False  # the number must be a whole one (a count, a priority)
 
     def __post_init__(self):
         if self.number is None:
@@ -92,6 +94,8 @@ class Param:
         name = name or self.name
         if self.number:
             self._check_number(value, name)
+        if self.integer and not float(value).is_integer():
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
         choices = self.choices() if callable(self.choices) else self.choices
         if choices and value not in choices:
             raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
@@ -133,6 +137,8 @@ class Param:
         chain index of the i-th) as an array in chain order, a list as a tuple. ValueError
         names the parameter and the value.
         """
+        if self.integer:
+            return int(value)
         if self.per_joint is None:
             listed = isinstance(value, Sequence) and not isinstance(value, str)
             return tuple(value) if listed else value
@@ -284,6 +290,19 @@ MODEL = (
                       "`multi_threaded` ([measured](benchmarks.md#the-executors-compared))",
                       run_time=False,
                       choices=EXECUTORS),
+)
+
+# The ticks' real-time scheduling (dyn_control.nodes.realtime), with controller_manager's names
+REALTIME = (
+    THREAD_PRIORITY := Param(
+        "thread_priority", 50, "SCHED_FIFO priority (1 to 99) of the threads that run the "
+        "ticks, from the first tick, as controller_manager's update loop; 0 = the OS's default "
+        "scheduling. Without the privilege the OS refuses: /diagnostics and the log say so, and "
+        "the node runs on ([real-time scheduling](real_arm.md#real-time-scheduling))",
+        run_time=False, low=0, high=99, integer=True),
+    Param("lock_memory", False, "lock the process's memory (mlockall) at start-up, so that no "
+          "page fault stalls a tick (controller_manager does by default on a PREEMPT_RT kernel)",
+          run_time=False),
 )
 
 PAYLOAD = (
@@ -479,6 +498,7 @@ CONTROLLER = Table(
     *CONTACT,
     *LIMITS,
     *TEACH_MODE,
+    *REALTIME,
 )
 
 SIMULATOR = Table(
@@ -497,7 +517,7 @@ SIMULATOR = Table(
           run_time=False, choices=INTEGRATORS),
     Param("substeps", 1, "physics steps per `dt`, the effort held over them; a simulated real "
           "arm needs none ([substeps](simulator.md#substeps))", run_time=False,
-          low=1),
+          low=1, integer=True),
     Param("publish_rate", 1000.0, "Hz of `/joint_states`", run_time=False, low=0.0,
           open_low=True),
     Param("publish_clock", False, "publish /clock for nodes with `use_sim_time`", run_time=False,

@@ -70,6 +70,11 @@ def test_both_nodes_report_on_diagnostics(runs):
     assert (0 < controller["compute_p50_us"] <= controller["compute_p99_us"]
             <= controller["compute_max_us"])
     assert controller["stale_state_events"] == 0
+    # the ticks under SCHED_FIFO at the default thread_priority, or the OS's refusal named
+    # (test_realtime.py checks that the status is what the OS reports)
+    assert (controller["scheduling"] == "SCHED_FIFO 50" or controller["scheduling"].startswith(
+        "SCHED_OTHER (SCHED_FIFO priority 50 refused")), controller["scheduling"]
+    assert controller["memory"] == "not locked"
     # Synchronous, a state counts as missed only after sync_timeout (0.1 s) of wall time without
     # an answer: a stall of the controller's process, which a busy shared machine gives now and
     # then (1 of 9742 states in one CI run). Bound: at most 0.2 % of the states.

@@ -49,7 +49,9 @@ def test_model_from_the_robot_description_topic():
                      ("<robot name='x'><link name='a'/></robot>", False)):
         peer = rclpy.create_node("description_publisher")
         peer.create_publisher(String, "/robot_description", latched).publish(String(data=text))
-        node = ComputedTorqueController()
+        # thread_priority 0: its watchdog ticks in this thread, the test's
+        node = ComputedTorqueController(
+            parameter_overrides=[Parameter("thread_priority", value=0)])
         executor = rclpy.executors.SingleThreadedExecutor()
         executor.add_node(node)
         executor.add_node(peer)

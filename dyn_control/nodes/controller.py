@@ -13,7 +13,9 @@ collision or velocity fault); ~/teach/record (std_srvs/SetBool: true starts reco
 states, false writes them as a rosbag2 folder under teach.folder, its path in the answer's
 message: dyn_control.controller.teach); ~/markers for RViz (markers.MarkerTopic). The controller
 itself is dyn_control.controller.core; this node declares its parameters (dyn_control.parameters.
-CONTROLLER), turns messages into calls and commands into messages.
+CONTROLLER), turns messages into calls and commands into messages. The threads that tick run
+under SCHED_FIFO at thread_priority from their first tick, as controller_manager's update loop
+(dyn_control.nodes.realtime).
 """
 
 import time
@@ -41,6 +43,7 @@ from dyn_control.nodes.params import (
     set_parameters_callback,
 )
 from dyn_control.nodes.process import ProcessNode, run
+from dyn_control.nodes.realtime import Scheduling
 from dyn_control.parameters import CONTROLLER
 
 
@@ -53,6 +56,7 @@ class ComputedTorqueController(ProcessNode):
         self.clock = ClockCheck(self)
         declare_parameters(self, CONTROLLER)
         start = read_parameters(self, CONTROLLER)  # what the topics need, before the model
+        self.scheduling = Scheduling(start.thread_priority, start.lock_memory)
         self.topics = CommandTopics(self)
         # The watchdog's clock: with use_sim_time, a simulator that waits for a busy machine
         # stops its clock, so a slow CPU is not a stale state. Otherwise the steady clock.
@@ -86,7 +90,7 @@ class ComputedTorqueController(ProcessNode):
         values = {**values, "follow_joint_trajectory": action}
         if self.clock.offset is not None:
             values["clock_offset_s"] = round(self.clock.offset, 3)
-        return level, message, values
+        return level, message, {**values, **self.scheduling.status}
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
@@ -112,7 +116,7 @@ class ComputedTorqueController(ProcessNode):
         else:
             self.get_logger().info(trajectory_action.MISSING)
         if core.settings.rate > 0:
-            self.create_timer(1.0 / core.settings.rate, lambda: self._send(self.core.tick()))
+            self.create_timer(1.0 / core.settings.rate, self.on_rate)
         self.create_timer(core.watchdog.period, lambda: self.on_watchdog(),  # (no TimerInfo)
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
@@ -125,13 +129,26 @@ class ComputedTorqueController(ProcessNode):
             self.core.configure(controller_settings(self.chain, read_parameters(
                 self, CONTROLLER, self.chain, self.order, changes)))
 
+    def on_rate(self):
+        self._ticking()
+        self._send(self.core.tick())
+
     def on_watchdog(self, now=None):
         """The watchdog's tick at `now` (default: the watchdog's clock now, none before it
         runs).
         """
+        self._ticking()
         now = self._now() if now is None else now
         if now is not None:
             self._send(self.core.update(now))
+
+    def _ticking(self):
+        """This thread runs ticks: under the real-time scheduling, from its first
+        (nodes.realtime), the kernels compiled by then.
+        """
+        refused = self.scheduling.enter()
+        if refused:
+            self.get_logger().warning(refused)
 
     def on_state_bytes(self, data):
         """A joint state as its serialized bytes: the controlled joints read straight from them
@@ -166,6 +183,7 @@ class ComputedTorqueController(ProcessNode):
         """A good joint state of the controlled joints (chain order), its measured effort or
         None.
         """
+        self._ticking()
         if stamp <= 0:  # unstamped: the node's clock
             stamp = self.get_clock().now().nanoseconds * 1e-9
         else:

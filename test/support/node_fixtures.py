@@ -50,10 +50,11 @@ def make_controller(**params):
     made up (the arm does not follow the torques), which the external-torque observer rightly
     reads as a collision: it is off here (test_contact_loop runs it over DDS). These tests
     check the law's torques from the first state on, so the soft start and the rate limit are
-    off unless a test sets them (test_limits.py checks them on the defaults).
+    off unless a test sets them (test_limits.py checks them on the defaults). The ticks run
+    in the test's own thread: under the default scheduling (thread_priority 0).
     """
     params = {"external_torque.enabled": False, "max_effort_rate": 0.0, "soft_start": 0.0,
-              **params}
+              "thread_priority": 0, **params}
     overrides = config_overrides("controller", "computed_torque_controller")
     overrides += [Parameter("urdf_file", value=ARM)]
     overrides += [Parameter(k, value=v) for k, v in params.items()]
