@@ -243,6 +243,27 @@ def test_bad_messages_are_dropped_and_the_node_keeps_going():
         node.destroy_node()
 
 
+def test_a_command_the_middleware_refuses_is_counted_and_the_node_keeps_going():
+    # rclpy raises RCLError (a RuntimeError) when Fast DDS refuses a write, as the simulator's
+    # joint states were refused on a starved machine; an exception out of a callback would end
+    # the node. It stands in here for the first state's effort command.
+    from rclpy._rclpy_pybind11 import RCLError
+    node, effort, *_ = make_controller()
+    captured = node.topics.effort_pub.publish
+
+    def refuse(msg):
+        raise RCLError("Failed to publish: cannot publish data")
+    try:
+        node.topics.effort_pub.publish = refuse
+        node.on_joint_state(state_msg(1.0, NAMES, Q))
+        assert node.status()[2]["publish_failures"] == 1 and not effort.messages
+        node.topics.effort_pub.publish = captured
+        node.on_joint_state(state_msg(1.001, NAMES, Q))  # the next tick's goes out
+        assert len(effort.messages) == 1 and node.status()[2]["publish_failures"] == 1
+    finally:
+        node.destroy_node()
+
+
 def test_round_trip_over_dds():
     """A state published on /joint_states comes back as the effort command the law gives."""
     node, *_ = make_controller()

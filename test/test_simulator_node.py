@@ -85,6 +85,32 @@ def test_simulator_synchronous_steps_on_after_sync_timeout_and_counts_a_miss():
         node.destroy_node()
 
 
+def test_simulator_steps_on_when_the_middleware_refuses_a_state():
+    # Fast DDS refused a write on a starved machine ("Failed to publish: cannot publish data",
+    # beside the suite and a CPU hog): the stepping thread died of it, and simulated time
+    # stopped. The refusal stands in here as rclpy raises it, for the first three states.
+    from rclpy._rclpy_pybind11 import RCLError
+    overrides = config_overrides("simulator", "dynamics_simulator") + [
+        Parameter("urdf_file", value=ARM), Parameter("real_time_factor", value=0.0),
+        Parameter("synchronous", value=False), Parameter("wait_for_command", value=False)]
+    node = DynamicsSimulator(parameter_overrides=overrides)
+    publisher, sent = node.state_pubs[0][0], []
+
+    def publish(msg):
+        if len(sent) < 3:
+            sent.append(None)
+            raise RCLError("Failed to publish: cannot publish data")
+        sent.append(msg)
+    publisher.publish = publish
+    try:
+        wait_until(lambda: len(sent) > 50, 10.0)  # the states after the refused ones go out
+        assert node.stepper.thread.is_alive() and node.stepper.failed == 3
+        assert node.status()[2]["publish_failures"] == 3
+    finally:
+        node.shutdown()
+        node.destroy_node()
+
+
 def test_simulator_diagnostics_are_stamped_with_its_simulated_time():
     # as its joint states are (the clock the other nodes run on), not the wall clock's 1.7e9 s
     from diagnostic_msgs.msg import DiagnosticArray

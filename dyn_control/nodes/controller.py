@@ -57,6 +57,7 @@ class ComputedTorqueController(ProcessNode):
         declare_parameters(self, CONTROLLER)
         start = read_parameters(self, CONTROLLER)  # what the topics need, before the model
         self.scheduling = Scheduling(start.thread_priority, start.lock_memory)
+        self.publish_failures = 0  # commands the middleware refused (_publish)
         self.topics = CommandTopics(self)
         # The watchdog's clock: with use_sim_time, a simulator that waits for a busy machine
         # stops its clock, so a slow CPU is not a stale state. Otherwise the steady clock.
@@ -90,7 +91,8 @@ class ComputedTorqueController(ProcessNode):
         values = {**values, "follow_joint_trajectory": action}
         if self.clock.offset is not None:
             values["clock_offset_s"] = round(self.clock.offset, 3)
-        return level, message, {**values, **self.scheduling.status}
+        return level, message, {**values, **self.scheduling.status,
+                                "publish_failures": self.publish_failures}
 
     def configure(self, source):
         chain, self.order = build_chain(self, source)
@@ -246,7 +248,13 @@ class ComputedTorqueController(ProcessNode):
             log_events(self, self.core)
 
     def _publish(self, command):
-        self.topics.publish(command, self.core)
+        try:
+            self.topics.publish(command, self.core)
+        except RuntimeError as err:  # rclpy's RCLError: the middleware refused a write (Fast
+            # DDS on a starved machine): this tick's messages are lost, the next tick's go out
+            self.publish_failures += 1
+            self.get_logger().warning(f"a command was not published: {err}",
+                                      throttle_duration_sec=1.0)
 
     def _send(self, command, published=False):
         if command is not None:

@@ -72,8 +72,14 @@ class DynamicsSimulator(ProcessNode):
                                      self.qos)
         self.create_subscription(WrenchStamped, "~/external_wrench", self.on_external_wrench, 10)
         set_parameters_callback(self, SIMULATOR, self._apply)
-        publish_diagnostics(self, lambda: None if self.core is None else self.core.diagnostics(
-            time.monotonic()), stamp=lambda: self.core.sim.t)  # as its joint states
+        publish_diagnostics(self, self.status, stamp=lambda: self.core.sim.t)  # as its states
+
+    def status(self):
+        """/diagnostics: the core's, and the states the middleware refused (Stepper.failed)."""
+        if self.core is None or self.stepper is None:
+            return None
+        level, message, values = self.core.diagnostics(time.monotonic())
+        return level, message, {**values, "publish_failures": self.stepper.failed}
 
     def configure(self, source):
         # a world's joints, unless `joints` says otherwise: every robot's, in their order

@@ -10,7 +10,8 @@ import rclpy
 
 class Stepper:
     """Runs core.step in a thread of its own; `publish()` sends a state, and `answered` is set
-    by the node when a command comes (it wakes a synchronous wait).
+    by the node when a command comes (it wakes a synchronous wait). `failed`: states the
+    middleware refused to publish.
     """
 
     def __init__(self, node, core, publish, real_time_factor, sync_timeout):
@@ -19,6 +20,7 @@ class Stepper:
         self.answered = threading.Event()
         self.running = threading.Event()
         self.thread = None
+        self.failed = 0
 
     def start(self):
         self.running.set()
@@ -52,10 +54,17 @@ class Stepper:
             if published:
                 try:
                     self.publish()
-                except Exception:  # noqa: BLE001 - rclpy raises RCLError once shut down
-                    if rclpy.ok():
+                except Exception as err:  # noqa: BLE001 - rclpy raises RCLError
+                    if not rclpy.ok():
+                        break  # the context went down under us (Ctrl-C): stop quietly
+                    if not isinstance(err, RuntimeError):  # (RCLError is one) a bug: say it
                         raise
-                    break  # the context went down under us (Ctrl-C): stop quietly
+                    # the middleware refused this one state (Fast DDS: "cannot publish data",
+                    # a write blocked past its time on a starved machine): it is lost, and
+                    # simulated time goes on; before, the thread died of it and time stopped
+                    self.failed += 1
+                    self.node.get_logger().warning(f"a joint state was not published: {err}",
+                                                   throttle_duration_sec=1.0)
             if core.events:
                 self.node.log_events()
             if self.real_time_factor > 0:
