@@ -216,14 +216,14 @@ def other_loops(count, log_dir, domain, probe):
 
 
 def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="computed_torque",
-            variant=None, loops=1):
+            variant=None, loops=1, priority=50):
     """One row: relay and controller side by side -> {"relay": figures, "controller": figures},
     and with a variant (VARIANTS), its figures under its name: the same controller with its
     parameters, in the same turns. loops: with the row's, the closed loops in the domain
-    (other_loops), their exit codes under "other_loops".
+    (other_loops), their exit codes under "other_loops". priority: the nodes' thread_priority.
     """
     urdf, _ = processes.arm_files("default_arm")
-    params = {"executor": executor, "qos_reliability": qos}
+    params = {"executor": executor, "qos_reliability": qos, "thread_priority": priority}
     controller = {**params, "urdf_file": str(urdf), "state_timeout": 1.0, "mode": mode, **WALLS}
     nodes = {
         "relay": processes.NodeProcess(
@@ -302,6 +302,9 @@ def main():
     parser.add_argument("--loops", type=int, nargs="*", default=[2, 3],
                         help="repeat the computed_torque events row at the highest rate with "
                              "this many closed loops in the domain (theirs beside it)")
+    parser.add_argument("--thread-priority", type=int, default=50,
+                        help="the relay's and the controller's thread_priority (0: the default "
+                             "scheduling for both)")
     parser.add_argument("--json", default=str(HERE.parent / "out" / "bench_loop.json"))
     args = parser.parse_args()
     rclpy.init(domain_id=args.domain)
@@ -323,7 +326,7 @@ def main():
                   for loops in args.loops if loops > 1]
         for executor, rate, mode, variant, loops in cases:
             result = measure(executor, rate, args.seconds, log_dir, args.domain, args.qos, mode,
-                             variant, loops)
+                             variant, loops, args.thread_priority)
             relay, ours = result["relay"], result["controller"]
             rows.append({"executor": executor, "rate_hz": rate, "mode": mode, "loops": loops,
                          **result, "p50_ratio": ours["p50_us"] / relay["p50_us"]})
