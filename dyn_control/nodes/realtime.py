@@ -5,8 +5,8 @@ has begun, and the process's memory locked (mlockall), so that no page fault sta
 
 On a machine shared with other work, a preemption is what the tail of the compute time is:
 at 1 kHz on 2 cores beside the benchmark's other nodes, the cartesian_impedance compute p99 was
-96.6 us under SCHED_FIFO and 122.3 us under the default scheduling, in the same turns
-(docs/benchmarks.md). Without the privilege (rtprio in /etc/security/limits.conf, or
+54.8 us under SCHED_FIFO and 120.0 us under the default scheduling, in the same turns, the p50
+alike (docs/benchmarks.md). Without the privilege (rtprio in /etc/security/limits.conf, or
 CAP_SYS_NICE) the OS refuses; the node then runs as before and says so. No rclpy here.
 """
 
