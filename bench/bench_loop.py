@@ -20,9 +20,10 @@ row and 1.60 on the next here). At the --limits-off rates, each mode has an even
 third node runs without its limits (limits.enabled false): the guard stage's share. Every node
 has walls set far out, so that the Cartesian modes and teach pay for checking them; the states
 are at rest, away from every limit, so what is measured is the check each tick pays, not a
-barrier at work. Every node runs as it does by default: the controller's ticks and the relay's
-answers under SCHED_FIFO at thread_priority 50 where the machine allows it (each node's
-/diagnostics or log says so; the probe keeps the default scheduling). At the --realtime-off
+barrier at work. The controller and the relay run as on an arm's computer: their ticks and
+answers under SCHED_FIFO at thread_priority 50 (--thread-priority; the nodes' default is 0),
+where the machine allows it (each node's /diagnostics or log says so; the probe keeps the
+default scheduling). At the --realtime-off
 rates, the cartesian_impedance rows add a third node, the controller under the default
 scheduling (thread_priority 0), in the same turns: what the real-time scheduling is worth to
 the compute time on this machine. With --loops 2 3 (the default), the computed_torque events

@@ -3,8 +3,9 @@
 It receives /joint_states and publishes what our controller publishes per tick, without the
 computation: a Float64MultiArray on /effort_controller/commands and the state, stamp kept, on
 ~/reference. It runs through the same dyn_control.nodes.process.run as our nodes (same
-executor parameter, same signal handling, same thread_priority: SCHED_FIFO from its first
-message, as the controller from its first tick), so the two differ only by the control step.
+executor parameter, same signal handling, and the same thread_priority as the controller:
+SCHED_FIFO from its first message, as the controller from its first tick), so the two differ
+only by the control step.
 """
 
 from sensor_msgs.msg import JointState

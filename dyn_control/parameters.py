@@ -295,10 +295,11 @@ MODEL = (
 # The ticks' real-time scheduling (dyn_control.nodes.realtime), with controller_manager's names
 REALTIME = (
     THREAD_PRIORITY := Param(
-        "thread_priority", 50, "SCHED_FIFO priority (1 to 99) of the threads that run the "
-        "ticks, from the first tick, as controller_manager's update loop; 0 = the OS's default "
-        "scheduling. Without the privilege the OS refuses: /diagnostics and the log say so, and "
-        "the node runs on ([real-time scheduling](real_arm.md#real-time-scheduling))",
+        "thread_priority", 0, "SCHED_FIFO priority (1 to 99) of the threads that run the "
+        "ticks, from the first tick, as controller_manager's update loop (its default: 50; "
+        "set it on the arm's computer); 0 = the OS's default scheduling. Without the privilege "
+        "the OS refuses: /diagnostics and the log say so, and the node runs on "
+        "([real-time scheduling](real_arm.md#real-time-scheduling))",
         run_time=False, low=0, high=99, integer=True),
     Param("lock_memory", False, "lock the process's memory (mlockall) at start-up, so that no "
           "page fault stalls a tick (controller_manager does by default on a PREEMPT_RT kernel)",

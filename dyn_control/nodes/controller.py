@@ -13,9 +13,9 @@ collision or velocity fault); ~/teach/record (std_srvs/SetBool: true starts reco
 states, false writes them as a rosbag2 folder under teach.folder, its path in the answer's
 message: dyn_control.controller.teach); ~/markers for RViz (markers.MarkerTopic). The controller
 itself is dyn_control.controller.core; this node declares its parameters (dyn_control.parameters.
-CONTROLLER), turns messages into calls and commands into messages. The threads that tick run
-under SCHED_FIFO at thread_priority from their first tick, as controller_manager's update loop
-(dyn_control.nodes.realtime).
+CONTROLLER), turns messages into calls and commands into messages. With thread_priority set,
+the threads that tick run under SCHED_FIFO from their first tick, as controller_manager's update
+loop (dyn_control.nodes.realtime).
 """
 
 import time

@@ -1,5 +1,6 @@
 """Real-time scheduling for the threads that run a node's ticks, as ros2_control's
-controller_manager gives its update loop (its `thread_priority`, default 50, and `lock_memory`):
+controller_manager gives its update loop (its `thread_priority`, there 50 by default, and
+`lock_memory`):
 SCHED_FIFO at a priority, so that no ordinary process on the machine preempts a tick once it
 has begun, and the process's memory locked (mlockall), so that no page fault stalls one.
 
@@ -7,7 +8,10 @@ On a machine shared with other work, a preemption is what the tail of the comput
 at 1 kHz on 2 cores beside the benchmark's other nodes, the cartesian_impedance compute p99 was
 54.8 us under SCHED_FIFO and 120.0 us under the default scheduling, in the same turns, the p50
 alike (docs/benchmarks.md). Without the privilege (rtprio in /etc/security/limits.conf, or
-CAP_SYS_NICE) the OS refuses; the node then runs as before and says so. No rclpy here.
+CAP_SYS_NICE) the OS refuses; the node then runs as before and says so. Off by default (0)
+here: beside the simulator and the test tools on a small machine, which are ordinary
+processes, a SCHED_FIFO controller starves them (a fresh clone's suite on 2 cores lost the
+recordings of two loop tests with it on). No rclpy here.
 """
 
 import ctypes
