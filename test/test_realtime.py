@@ -67,7 +67,7 @@ def test_one_thread_enters_once():
     scheduling = Scheduling(0, lock=False)
 
     def twice():
-        return scheduling.enter(), scheduling.enter(), len(scheduling.native)
+        return scheduling.enter(), scheduling.enter(), len(scheduling.threads)
     (first, second, threads), _ = in_thread(twice)
     assert first is None and second is None and threads == 1
 

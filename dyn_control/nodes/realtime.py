@@ -1,8 +1,8 @@
 """Real-time scheduling for the threads that run a node's ticks, as ros2_control's
 controller_manager gives its update loop (its `thread_priority`, there 50 by default, and
-`lock_memory`):
-SCHED_FIFO at a priority, so that no ordinary process on the machine preempts a tick once it
-has begun, and the process's memory locked (mlockall), so that no page fault stalls one.
+`lock_memory`): SCHED_FIFO at a priority, so that no ordinary process on the machine preempts
+a tick once it has begun, and the process's memory locked (mlockall), so that no page fault
+stalls one.
 
 On a machine shared with other work, a preemption is what the tail of the compute time is:
 at 1 kHz on 2 cores beside the benchmark's other nodes, the cartesian_impedance compute p99 was
@@ -17,21 +17,9 @@ recordings of two loop tests with it on). No rclpy here.
 import ctypes
 import ctypes.util
 import os
-import platform
 import threading
 
 MCL_CURRENT, MCL_FUTURE = 1, 2  # <sys/mman.h> on Linux
-
-
-def has_realtime_kernel():
-    """Whether the kernel is PREEMPT_RT (as realtime_tools asks it)."""
-    try:
-        with open("/sys/kernel/realtime") as f:
-            if f.read().strip() == "1":
-                return True
-    except OSError:
-        pass
-    return "PREEMPT_RT" in platform.uname().version
 
 
 def lock_memory():
@@ -71,17 +59,15 @@ class Scheduling:
 
     def __init__(self, priority, lock):
         self.priority = int(priority)
-        self.threads = set()  # threading idents that ticked
-        self.native = []  # their OS thread ids
+        self.threads = set()  # the OS ids of the threads that ticked
         self.refused = None  # why SCHED_FIFO was refused, once it was
         self.memory = "not locked" if not lock else lock_memory() or "locked"
 
     def enter(self):
-        thread = threading.get_ident()
+        thread = threading.get_native_id()
         if thread in self.threads:
             return None
         self.threads.add(thread)
-        self.native.append(threading.get_native_id())
         if self.priority == 0 or self.refused is not None:
             return None
         try:
@@ -98,12 +84,12 @@ class Scheduling:
         why not SCHED_FIFO, where it was refused or not asked for), and the memory lock.
         """
         seen = set()
-        for thread in self.native:
+        for thread in self.threads:
             try:
                 seen.add(policy(thread))
             except OSError:  # the thread has ended
                 pass
-        text = ", ".join(sorted(seen)) or ("its threads ended" if self.native else "no tick yet")
+        text = ", ".join(sorted(seen)) or ("its threads ended" if self.threads else "no tick yet")
         if self.refused is not None:
             text += f" ({self.refused})"
         elif self.priority == 0:
