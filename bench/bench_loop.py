@@ -65,6 +65,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 Q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
 NAMES = [f"joint{i}" for i in range(1, 8)]
 BLOCK = 1.0  # s of states to one node before the other's turn
+# A node waits BLOCK s per other node between its turns. With a state_timeout shorter than that
+# wait, its watchdog went stale in every wait and sent hold commands at 100 Hz through the next
+# node's turn: 600 commands a row, and the node whose turn came after it lost 1 to 3 points of
+# deadlines to them. Longer than any row's wait, no watchdog fires.
+STATE_TIMEOUT = 10.0  # s
 # the controller's variants, each a third node in a row's turns: its parameters against ours
 VARIANTS = {"without_observer": {"external_torque.enabled": False},
             "without_limits": {"limits.enabled": False},
@@ -225,7 +230,8 @@ def measure(executor, rate, seconds, log_dir, domain, qos="reliable", mode="comp
     """
     urdf, _ = processes.arm_files("default_arm")
     params = {"executor": executor, "qos_reliability": qos, "thread_priority": priority}
-    controller = {**params, "urdf_file": str(urdf), "state_timeout": 1.0, "mode": mode, **WALLS}
+    controller = {**params, "urdf_file": str(urdf), "state_timeout": STATE_TIMEOUT, "mode": mode,
+                  **WALLS}
     nodes = {
         "relay": processes.NodeProcess(
             "relay", (), params, remaps={"/joint_states": TOPICS["relay"][0],
