@@ -23,14 +23,14 @@ are at rest, away from every limit, so what is measured is the check each tick p
 barrier at work. The controller and the relay run as on an arm's computer: their ticks and
 answers under SCHED_FIFO at thread_priority 50 (--thread-priority; the nodes' default is 0),
 where the machine allows it (each node's /diagnostics or log says so; the probe keeps the
-default scheduling). At the --realtime-off
-rates, the cartesian_impedance rows add a third node, the controller under the default
-scheduling (thread_priority 0), in the same turns: what the real-time scheduling is worth to
-the compute time on this machine. With --loops 2 3 (the default), the computed_torque events
-row at the highest rate is repeated with one and two more loops running in the same ROS domain
-beside it, each a simulator running free at 1 kHz, as hardware, and a controller under a
-namespace of its own (/loop2, /loop3): what other arms on the graph cost the first one's
-deadlines and compute time, against the row without them in the same run.
+default scheduling). At the --realtime-off rates, the cartesian_impedance rows add a third
+node, the controller under the default scheduling (thread_priority 0), in the same turns: what
+the real-time scheduling is worth to the compute time on this machine. With --loops 2 3 (the
+default), the computed_torque events row at the highest rate is repeated with one and two more
+loops running in the same ROS domain beside it, each a simulator running free at 1 kHz, as
+hardware, and a controller under a namespace of its own (/loop2, /loop3): what other arms on
+the graph cost the first one's deadlines and compute time, against the row without them in the
+same run.
 
 Both nodes run at once, each in a fresh process, and take turns: the stub sends BLOCK seconds
 of states to one, then to the other (the relay listens on its own state topic). A drift of
@@ -67,8 +67,8 @@ NAMES = [f"joint{i}" for i in range(1, 8)]
 BLOCK = 1.0  # s of states to one node before the other's turn
 # A node waits BLOCK s per other node between its turns. With a state_timeout shorter than that
 # wait, its watchdog went stale in every wait and sent hold commands at 100 Hz through the next
-# node's turn: 600 commands a row, and the node whose turn came after it lost 1 to 3 points of
-# deadlines to them. Longer than any row's wait, no watchdog fires.
+# node's turn: 600 commands a row, and the node whose turn came next met 0.15 to 2.25 points
+# fewer deadlines than the one after it. Longer than any row's wait, no watchdog fires.
 STATE_TIMEOUT = 10.0  # s
 # the controller's variants, each a third node in a row's turns: its parameters against ours
 VARIANTS = {"without_observer": {"external_torque.enabled": False},

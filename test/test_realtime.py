@@ -5,6 +5,7 @@ tick, or the OS's default with the reason. Reference: what the OS reports for th
 the test process keeps its scheduling.
 """
 
+import re
 import subprocess
 import sys
 import threading
@@ -94,6 +95,5 @@ def test_lock_memory_locks_or_says_why():
     (50.5, "thread_priority must be a whole number, got 50.5"),
 ])
 def test_a_bad_thread_priority_is_named_with_its_value(value, message):
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         CONTROLLER.check({"thread_priority": value})
-
