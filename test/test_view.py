@@ -220,7 +220,8 @@ def test_sigterm_to_make_demo_view_stops_the_view_and_every_node(tmp_path):
         deadline = time.monotonic() + 15
         while in_domain() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert in_domain() == []
+        left = {pid: _cmdline(pid) for pid in in_domain()}
+        assert not left, left
     finally:
         if demo.poll() is None:
             demo.kill()
@@ -297,3 +298,12 @@ def test_a_world_shows_each_arm_from_its_own_topics_and_markers_in_its_own_base(
         node.close()
         rclpy.try_shutdown()
         view.close()
+
+
+def _cmdline(pid):
+    """A process's command line, to name what was left running (or "ended" since)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "ended"
