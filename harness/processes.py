@@ -5,12 +5,14 @@ executables and the same config/*.yaml files as launch/sim.launch.py, passed as 
 so the two ways of starting the system cannot drift. No ROS import here.
 """
 
+import contextlib
 import os
 import pathlib
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 
 from dyn_control.nodes.launch_support import node_parameters  # noqa: F401  (the harness's too)
 
@@ -90,6 +92,29 @@ def ros_args(params_files=(), params=None, remaps=None):
     return args
 
 
+@contextlib.contextmanager
+def _interrupts_held():
+    """SIGINT and SIGTERM wait for the block's end, then come again (in the main thread, where
+    Python takes them): -> the list of those that came. A KeyboardInterrupt raised inside
+    subprocess.Popen, after the fork and before it returns, leaves a child whose pid nobody
+    holds, running on after the run that started it (a loaded suite left one of make demo's
+    nodes so, SIGTERM having come as the demo started it).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came = []
+    previous = {sig: signal.signal(sig, lambda sig, _: came.append(sig))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield came
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in came:
+            signal.raise_signal(sig)
+
+
 class NodeProcess:
     """One node in its own process, output to a log file; stop() sends SIGINT like Ctrl-C."""
 
@@ -106,9 +131,12 @@ class NodeProcess:
         env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
         self._log = open(self.log_path, "w")
         command = list(argv) if argv else [executable(name)]
-        self.proc = subprocess.Popen([*command, *ros_args(params_files, params, remaps)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+        with _interrupts_held() as came:
+            self.proc = subprocess.Popen([*command, *ros_args(params_files, params, remaps)],
+                                         stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+            if came:  # interrupted while starting: the caller will not get it to stop
+                self.stop()
 
     def running(self):
         return self.proc.poll() is None

@@ -12,6 +12,7 @@ machine may hold a process in the compiler's C code for a while before Python se
 import os
 import pathlib
 import signal
+import sys
 import time
 
 import pytest
@@ -175,3 +176,36 @@ def test_signals_that_keep_coming_while_the_node_ends_still_end_it_with_code_0(s
     assert sent > 1, "one signal only: the test proves nothing"
     assert code == 0, (code, sent, node.log())
     assert "Traceback" not in node.log()
+
+
+class Interrupted(Exception):
+    """What make demo's SIGTERM handler raises (as KeyboardInterrupt)."""
+
+
+def test_an_interrupt_while_the_harness_starts_a_node_leaves_no_process(monkeypatch, tmp_path):
+    # SIGTERM came after the fork, inside subprocess.Popen: the exception left a child whose pid
+    # nobody held, and it ran on after make demo VIEW=1 had exited (a loaded suite). Here the
+    # signal is raised inside Popen, just after the real one started the child.
+    started = []
+    real_popen = processes.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        signal.raise_signal(signal.SIGTERM)
+        return started[-1]
+
+    def interrupted(*_):
+        raise Interrupted
+    previous = signal.signal(signal.SIGTERM, interrupted)
+    monkeypatch.setattr(processes.subprocess, "Popen", popen)
+    try:
+        with pytest.raises(Interrupted):  # the signal still reaches the run, after the start
+            processes.NodeProcess("sleeper", log_dir=tmp_path,
+                                  argv=[sys.executable, "-c", "import time; time.sleep(60)"])
+        assert started and started[0].poll() is not None  # and the child is stopped
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for child in started:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
