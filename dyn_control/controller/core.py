@@ -39,7 +39,7 @@ from dyn_control.controller.cartesian import CartesianLaw
 from dyn_control.controller.contact import ContactMonitor
 from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
 from dyn_control.controller.guard import Guard
-from dyn_control.controller.laws import ControlLaw, TeachLaw
+from dyn_control.controller.laws import ControlLaw, TeachLaw, saturate
 from dyn_control.controller.limits import OutputLimits, finish
 from dyn_control.controller.statistics import Statistics, report
 from dyn_control.controller.target import CartesianTarget, too_stiff
@@ -203,10 +203,13 @@ class ControllerCore(Events):
 
     def _start(self, state, effort):
         """The first state: the soft start begins. With the effort rate-limited, the limit
-        counts from what holds the arm now: the measured effort (a controller before this one),
-        or where it is all zero (the drives apply nothing: brakes), from zero, or from g(q)
-        when the arm compensates gravity itself (a zero command then). A joint inside its
-        margin gets it back gently.
+        counts from what holds the arm now: the measured effort where a controller before this
+        one applies it, else g(q), the model's gravity with its payload, within the effort
+        limits. A braked arm reads zero effort, and its brakes let go as the drives take the
+        first command: counted from zero, the rate limit let a heavy arm fall for tens of ms
+        (1.4 rad on a 320 N m shoulder) before the command reached gravity. The rate limit
+        shapes what the law adds on top (libfranka's limiter likewise sees the command without
+        gravity). A joint inside its margin gets its margin back gently.
         """
         t, q, _ = state
         self._check_holding(q)
@@ -216,10 +219,8 @@ class ControllerCore(Events):
             held = effort is not None and len(effort) == n and np.isfinite(effort).all()
             if held and any(effort):
                 self.output.command = np.array(effort, float)
-            elif self.settings.arm_compensates_gravity:
-                self.output.command = gravity_torques(self.model, q)
             else:
-                self.output.command = np.zeros(n)
+                self.output.command = saturate(gravity_torques(self.model, q), self.limits)
             self.output.time = t - self.settings.joint.period  # the first step: one period's
         out = self.guard.start(t, q)
         if out is not None:  # the hold goes out of the margins as the barriers come back
