@@ -38,7 +38,7 @@ from dyn_control.controller import barriers
 from dyn_control.controller.cartesian import CartesianLaw
 from dyn_control.controller.contact import ContactMonitor
 from dyn_control.controller.goals import PATH_TOLERANCE_VIOLATED, Request
-from dyn_control.controller.guard import Guard
+from dyn_control.controller.guard import Guard, walls_outside
 from dyn_control.controller.laws import ControlLaw, TeachLaw, saturate
 from dyn_control.controller.limits import OutputLimits, finish
 from dyn_control.controller.statistics import Statistics, report
@@ -98,8 +98,9 @@ class ControllerCore(Events):
                                  friction_compensation=joint.friction_compensation,
                                  friction_deadband=joint.friction_deadband, period=joint.period)
         cartesian_mode = s.mode == CARTESIAN_IMPEDANCE
-        if cartesian_mode and self.state is not None:
-            problem = too_stiff(cartesian, self.state[1], joint.period)
+        if self.state is not None:
+            problem = ((cartesian_mode and too_stiff(cartesian, self.state[1], joint.period))
+                       or walls_outside(s.model, s.guard, s.cartesian.ee_link, self.state[1]))
             if problem:
                 raise ValueError(problem)
         self.settings, self.cartesian = settings, cartesian
@@ -123,6 +124,8 @@ class ControllerCore(Events):
         self.contact.configure(self.model, contact, s.cartesian.ee_link, self.limits, joint)
         self.guard.configure(self.model, s.guard, self.limits, joint.period, s.cartesian.ee_link,
                              s.max_effort_rate)
+        if self.state is not None:  # a hand inside the new walls' margin gets it back
+            self.guard.enter(*self.state[:2])
         was = before is not None and before.mode == CARTESIAN_IMPEDANCE
         if cartesian_mode:
             if not was or before.cartesian.ee_link != s.cartesian.ee_link:

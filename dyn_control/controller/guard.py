@@ -8,8 +8,9 @@ velocity fault (a hold, as on a collision).
 
 import numpy as np
 
+from dyn_control import kinematics
 from dyn_control.controller import barriers
-from dyn_control.controller.limits import Stage
+from dyn_control.controller.limits import WALL_MARGIN, WALLS, Stage
 
 
 class Guard:
@@ -18,7 +19,14 @@ class Guard:
     at the first state; `before(t)` and `after(...)` around each tick's limits stage. What it
     reports: `torque` (the last barrier torques), `ticks` (ticks with a barrier on), `fault`
     (the velocity fault, one line, until `clear`), `faults`, `clamped` (targets moved inside a
-    wall).
+    wall), `walls_refused` (why the walls are set aside, or None).
+
+    Walls must contain the hand. A wall the hand is already past is not a barrier but a
+    spring wound up beyond its design: 0.15 m past one, its push drove the default arm's
+    wrist over its velocity limit in 30 ms, and the hand never moved toward the wall. So walls
+    that leave a hand outside are refused (configure's check) or, at the first state, set
+    aside in one line; a hand inside a wall's margin has the margin grow back around it, as
+    a joint inside its margin does.
     """
 
     def __init__(self, say):
@@ -26,7 +34,10 @@ class Guard:
         self.settings = None
         self.fault = None
         self.faults = self.ticks = self.clamped = 0
-        self.recovering = None  # (t0, margins at t0) while a joint gets its margin back
+        # (t0, joint margins at t0, wall margin at t0) while a joint or a hand gets its
+        # margin back
+        self.recovering = None
+        self.walls_refused = None
 
     def configure(self, model, settings, limits, period, ee_links, max_rate):
         """...and max_rate (n,) N m/s, the rate limit, which the limits stage applies after."""
@@ -45,6 +56,38 @@ class Guard:
         self.stage = Stage(limits, settings, self.lower, self.upper, self.velocity_limit, period,
                            self.walls, wall_args, scratch, max_rate)
         self.margin, self.torque = self.stage.margin, self.stage.torque
+        self.walls_refused, self.recovering = None, None
+
+    def wall_rooms(self, q):
+        """(frames, 6) m: each ee_link's distance to its walls at q (wall_rooms)."""
+        s = self.settings
+        return wall_rooms(self.model, self.ee_links, s.workspace_min, s.workspace_max, q)
+
+    def walls_outside(self, q):
+        """One line naming the first wall that leaves a hand outside at q, or None."""
+        return walls_outside(self.model, self.settings, self.ee_links, q) if self.walls else None
+
+    def wall_report(self, q, qd):
+        """{ee_link: (m to its nearest wall, N of the walls' push now)} at (q, qd)."""
+        if not self.walls:
+            return {}
+        s, force = self.settings, np.empty(3)
+        rooms = self.wall_rooms(q)
+        found = {}
+        for k, link in enumerate(self.ee_links):
+            R, p = kinematics.frame_pose(self.model, q, link)
+            v = kinematics.frame_jacobian(self.model, q, link)[:3] @ qd
+            barriers.wall_force(p, v, s.workspace_min[k], s.workspace_max[k],
+                                self.stage.values[WALL_MARGIN], s.workspace_stiffness,
+                                s.workspace_damping, force)
+            found[link] = (float(rooms[k].min()), float(np.linalg.norm(force)))
+        return found
+
+    def enter(self, t, q):
+        """The walls were configured with the arm at q, at state time t, and contain the hand
+        (the core refused them otherwise): a hand inside their margin gets it back gently.
+        """
+        self._recover_from(t, q)
 
     @property
     def enabled(self):
@@ -57,17 +100,35 @@ class Guard:
         """
         if not self.enabled:
             return None
+        outside = self.walls_outside(q)
+        if outside is not None:  # nothing to refuse at the first state: set aside, said
+            self.walls_refused, self.walls = outside, False
+            self.stage.values[WALLS] = 0.0
+            self.say("error", f"walls set aside: {outside}; set them again to take them")
         inside = barriers.room(q, self.lower, self.upper)
         full = self.settings.position_margin
-        if not np.any(inside < full):
-            return None
-        self.recovering = (t, np.clip(inside, 0.0, full))
         for i in np.flatnonzero(inside < full):
             self.say("warning", f"joint '{self.model.joint_names[i]}' starts "
                                 f"{max(inside[i], 0.0):.4g} from its limit, inside its margin "
                                 f"{full[i]:.4g}: pushed back over {barriers.RECOVERY_TIME:g} s")
-        self._recover(t)
-        return self.outside(q)
+        self._recover_from(t, q)
+        return None if not np.any(inside < full) else self.outside(q)
+
+    def _recover_from(self, t, q):
+        """Margins that q is inside (a joint's, a hand's walls') grow from where q is to the
+        whole over barriers.RECOVERY_TIME.
+        """
+        joints = np.clip(barriers.room(q, self.lower, self.upper), 0.0,
+                         self.settings.position_margin)
+        wall = self.settings.workspace_margin
+        if self.walls and self.walls_refused is None:
+            wall = float(np.clip(self.wall_rooms(q).min(), 0.0, wall))
+            if wall < self.settings.workspace_margin:
+                self.say("warning", f"the hand starts {wall:.4g} m from a wall, inside its "
+                                    f"margin: pushed back over {barriers.RECOVERY_TIME:g} s")
+        if np.any(joints < self.settings.position_margin) or wall < self.settings.workspace_margin:
+            self.recovering = (t, joints, wall)
+            self._recover(t)
 
     def outside(self, q):
         """The nearest pose to q outside every joint's margin: where a hold goes, so that the
@@ -82,13 +143,13 @@ class Guard:
         return out
 
     def _recover(self, t):
-        t0, start = self.recovering
+        t0, start, wall = self.recovering
         share = min(max((t - t0) / barriers.RECOVERY_TIME, 0.0), 1.0)
-        full = self.settings.position_margin
-        self.margin[:] = start + share * (full - start)  # in place: the limits stage reads it
+        s = self.settings
+        self.margin[:] = start + share * (s.position_margin - start)  # in place: the stage's
+        self.stage.values[WALL_MARGIN] = wall + share * (s.workspace_margin - wall)
         if share >= 1.0:
             self.recovering = None
-            self.margin[:] = full
 
     def before(self, t):
         """A tick at state time t is coming: a joint getting its margin back gets it."""
@@ -135,3 +196,27 @@ class Guard:
         inside = barriers.room(q, self.lower, self.upper)
         return {name: round(float(r), 6) for name, r in zip(self.model.joint_names, inside)
                 if np.isfinite(r)}
+
+
+def wall_rooms(model, ee_links, low, high, q):
+    """(frames, 6) m: each ee_link's distance at q to its walls low, high (frames, 3), as (low
+    x, y, z, high x, y, z), negative past a wall, inf where there is none.
+    """
+    p = np.array([kinematics.frame_pose(model, q, link)[1] for link in ee_links])
+    return np.hstack([p - low, high - p])
+
+
+def walls_outside(model, settings, ee_links, q):
+    """One line naming the first wall of settings (settings.Limits) that leaves a hand
+    (ee_links) outside at q, or None: none does, or the walls are off.
+    """
+    low, high = settings.workspace_min, settings.workspace_max
+    if not settings.enabled or not (np.isfinite(low).any() or np.isfinite(high).any()):
+        return None
+    rooms = wall_rooms(model, ee_links, low, high, q)
+    k, side = np.unravel_index(np.argmin(rooms), rooms.shape)
+    if rooms[k, side] >= 0.0:
+        return None
+    name, wall = (("limits.workspace_min", low), ("limits.workspace_max", high))[side // 3]
+    return (f"{name} {'xyz'[side % 3]} = {wall[k, side % 3]:.4g} m leaves the hand "
+            f"({ee_links[k]}) {-rooms[k, side]:.4g} m outside: walls must contain the hand")

@@ -91,6 +91,11 @@ def report(core):
             if rooms:
                 name = min(rooms, key=rooms.get)
                 values["limit_closest_joint"], values["limit_closest_room"] = name, rooms[name]
+            for link, (room, force) in guard.wall_report(*core.state[1:]).items():
+                values[f"wall_room_m.{link}"] = round(room, 6)
+                values[f"wall_force_n.{link}"] = round(force, 6)
+        if guard.walls_refused:
+            values["walls_set_aside"] = guard.walls_refused
     started = core.goals.started
     for key, value in (("trajectory_start_s", started and started[0]),
                        ("trajectory_end_s", started and started[1]),
@@ -125,5 +130,5 @@ def report(core):
             values["external_force_n"] = round(float(
                 np.linalg.norm(contact.forces[:, :3], axis=1).max()), 6)
     return ("WARN" if (watchdog.stale or refused or contact.collision or core.overloads
-                       or guard.fault) else "OK",
+                       or guard.fault or guard.walls_refused) else "OK",
             mode, values)
