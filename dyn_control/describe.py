@@ -7,8 +7,9 @@ The table shows, per controlled joint in body order: its parent joint (the tree'
 unit axis (joint frame), the mass lumped into its body with the links that went into it, the
 body's centre of mass (body frame) and the limits.
 Joints lumped into a body at their zero position (a gripper's fingers below the arm's tip)
-are listed. Invalid inertia and joints that move no mass are listed as findings instead of
-stopping the load, and the exit code is then 1: the nodes refuse such a URDF. Warnings (a
+are listed. Invalid inertia, joints that move no mass and joints whose limits are missing,
+zero, swapped or not finite are listed as findings instead of stopping the load, and the exit
+code is then 1: the nodes refuse such a URDF. Warnings (a
 damping stiff at the step, a zero pose the effort limits cannot hold against gravity) leave
 the exit code 0: the nodes run such an arm. When no chain can be built, exit code 1 and one
 line on stderr; when no single chain is chosen (two arms), the whole tree first, each branch's
@@ -21,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain
+from dyn_control.model.chain import UNLIMITED_HINT, AmbiguousTip, URDFError, load_chain
 from dyn_control.parameters import DEFAULT_DT
 from dyn_control.poses import default_initial_positions, gravity_overloads, zero_pose
 from dyn_control.sim.simulation import stiff_joints
@@ -73,8 +74,11 @@ def format_chain(chain, dt=DEFAULT_DT) -> str:
                 f"{inertia:.3g} settles in {tau_c:.3g} s, shorter than the step {dt:g} s (stiff: "
                 "needs implicit damping, as dynamics_simulator does, and no feedback of "
                 "measured velocity)")
-    out += ["", "findings:" if chain.findings else "findings: none"]
-    out += [f"  {f}" for f in chain.findings]
+    findings = [*chain.findings, *(line for _, line in chain.limit_findings)]
+    out += ["", "findings:" if findings else "findings: none"]
+    out += [f"  {f}" for f in findings]
+    if chain.limit_findings:
+        out += [f"  (the nodes refuse such joints; {UNLIMITED_HINT})"]
     if warnings_:
         out += ["", "warnings (the nodes run it):"]
         out += [f"  {w}" for w in warnings_]
@@ -108,7 +112,7 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(format_chain(chain, args.dt))
-    return 1 if chain.findings else 0
+    return 1 if chain.findings or chain.limit_findings else 0
 
 
 if __name__ == "__main__":

@@ -281,6 +281,10 @@ MODEL = (
           shown_default="URDF root"),
     Param("tip_link", "", "chain end (see `load_chain`)", run_time=False,
           shown_default="end of the longest path"),
+    Param("unlimited_joints", [""], "joints whose URDF limits are missing, zero, swapped or "
+          "not finite, run without the limits the URDF does not give; any other such joint "
+          "stops the node at start-up, in one line naming it and the value", run_time=False,
+          shown_default="none"),
     QOS_RELIABILITY := Param("qos_reliability", "reliable",
                              "QoS of `/joint_states` and the effort commands: "
           "`reliable` or `best_effort` (for lossy links); depth 1, so a late tick uses the newest "

@@ -92,7 +92,7 @@ def check_arm(arm, tip=None, joints=None):
     """
     import warnings
 
-    from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain
+    from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain, refused_limits
     urdf, configs = processes.arm_files(arm)
     for path in configs:  # the arm's own file (config/dual_arm.yaml) names them for every node
         given = processes.node_parameters(path)  # what it gives every node
@@ -100,7 +100,8 @@ def check_arm(arm, tip=None, joints=None):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            load_chain(urdf, tip_link=tip or None, joints=joints.split(",") if joints else None)
+            chain = load_chain(urdf, tip_link=tip or None,
+                               joints=joints.split(",") if joints else None)
     except AmbiguousTip as err:
         if len(err.ends) > 2:
             return (f"{len(err.ends)} limbs end at {err.ends}: a legged or many-limbed robot, "
@@ -110,7 +111,7 @@ def check_arm(arm, tip=None, joints=None):
                                    "(python -m dyn_control.describe ARM.urdf shows the tree)"))
     except (URDFError, OSError) as err:
         return str(err)
-    return None
+    return refused_limits(chain)
 
 
 def check_task(arm, mode, tip=None, joints=None):

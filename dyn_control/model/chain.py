@@ -131,6 +131,7 @@ class Chain:
     tip_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))  # m, in body n-1
     link_poses: tuple = ()  # per body, (link name, R (3, 3), p (3,)) of each URDF link in it
     findings: tuple = ()  # validity findings (warnings) for `inspect`
+    limit_findings: tuple = ()  # (joint, one line) per joint whose URDF limits are not limits
     parent: np.ndarray = None  # (n,) body i's parent body, -1 for the base (a path: i - 1)
     tip_links: tuple = ()  # the ends of the branches; (tip_link,) on a path
     locked_joints: tuple = ()  # movable URDF joints lumped into a body at their zero position
@@ -317,6 +318,51 @@ def _joint_info(j):
     return info, axis
 
 
+UNLIMITED_HINT = ("fix the URDF, or name the joint in the nodes' unlimited_joints parameter to "
+                  "run it without the limits its URDF does not give")
+
+
+def refused_limits(chain, unlimited=()):
+    """One line for the first of chain's joints whose URDF limits are not limits
+    (limit_problem) and which `unlimited` does not name, with the count of the others and
+    how to go on; None when every such joint is named.
+    """
+    refused = [line for joint, line in chain.limit_findings if joint not in unlimited]
+    if not refused:
+        return None
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    return f"{refused[0]}{more}: {UNLIMITED_HINT}"
+
+
+def limit_problem(j, info):
+    """One line naming what is wrong with joint j's URDF limits (info: its JointInfo), or None.
+    A revolute or prismatic joint needs a <limit> (the URDF spec's rule) whose lower is below
+    its upper, both finite; every movable joint needs a finite effort and velocity over 0.
+    Where one is not, the joint has no such limit (position_bounds, as_limit): a URDF may mean
+    "not specified" by 0, but may as well hold a typo, so it is said, never assumed.
+    """
+    if j.limit is None:
+        if j.type == "continuous":
+            return f"joint '{j.name}' (continuous) has no <limit>: no effort or velocity limit"
+        return f"joint '{j.name}' ({j.type}) has no <limit>: no position, effort or velocity limit"
+    bad = []
+    if j.type != "continuous":
+        lower, upper = info.lower, info.upper
+        if not (np.isfinite(lower) and np.isfinite(upper)):
+            bad.append(f"position limits {lower:g} to {upper:g} are not finite")
+        elif lower > upper:
+            bad.append(f"lower {lower:g} is above upper {upper:g}")
+        elif lower == upper:
+            bad.append(f"lower = upper = {lower:g}, no range")
+    for name, unit in (("effort", "N m or N"), ("velocity", "rad/s or m/s")):
+        value = getattr(info, name)
+        if getattr(j.limit, name, None) is None:
+            bad.append(f"no {name} limit")
+        elif not (np.isfinite(value) and value > 0):
+            bad.append(f"{name} {value:g} is not a limit")
+    return f"joint '{j.name}': {'; '.join(bad)}" if bad else None
+
+
 def _massless_joints(movable, parent, masses, inertias, lumped):
     """A problem line for each joint that moves nothing: its body and every body below it have
     no mass and no inertia (links without <inertial>), so M has a zero row and no solver,
@@ -356,7 +402,7 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
     root, tips, order = select(tree, root_link, tips, joints)
     movable = [j for j in order if j.type != "fixed"]
 
-    infos, axes, R0, p0, parent = [], [], [], [], []
+    infos, axes, R0, p0, parent, limit_problems = [], [], [], [], [], []
     body_of = {root: -1}  # link -> the body it is the frame of
     for j in movable:
         line, link = [j], j.parent  # the fixed joints from the parent body down to j, and j
@@ -367,6 +413,9 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         for fixed in line[::-1]:
             pose = compose(pose, finite_pose(fixed.origin, f"joint '{fixed.name}'"))
         info, axis = _joint_info(j)
+        problem = limit_problem(j, info)
+        if problem:
+            limit_problems.append((j.name, problem))
         infos.append(info)
         axes.append(axis)
         R0.append(pose[0])
@@ -410,6 +459,6 @@ def load_chain(source, root_link=None, tip_link=None, joints=None,
         mass=np.array(masses), com=np.array(coms), inertia=np.array(inertias),
         gravity=base_rotation.T @ gravity, base_rotation=base_rotation,
         tip_rotation=tip_rotation, tip_offset=tip_offset,
-        link_poses=tuple(lumped), findings=tuple(problems),
+        link_poses=tuple(lumped), findings=tuple(problems), limit_findings=tuple(limit_problems),
         parent=np.array(parent, dtype=np.int64), tip_links=tuple(tips),
         locked_joints=tuple(locked))

@@ -8,7 +8,7 @@ import numpy as np
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from dyn_control.model.chain import URDFError, load_chain
+from dyn_control.model.chain import URDFError, load_chain, refused_limits
 from dyn_control.nodes.params import StartupError, read_parameters
 from dyn_control.nodes.process import BUILDING
 from dyn_control.parameters import MODEL, Table
@@ -38,6 +38,12 @@ def build_chain(node, source, default_joints=()):
                            joints=joints or None)
     except URDFError as err:
         raise StartupError(f"robot model: {err}") from err
+    unlimited = [j for j in p.unlimited_joints if j]
+    refused = refused_limits(chain, unlimited)
+    if refused:
+        raise StartupError(f"robot model: {refused}")
+    for joint, line in chain.limit_findings:  # each one named in unlimited_joints: run so, said
+        node.get_logger().warning(f"{line}: runs without it (unlimited_joints names '{joint}')")
     if chain.locked_joints:  # a gripper below the arm's tip, say
         node.get_logger().info(
             f"joints {list(chain.locked_joints)} are not controlled: locked at their zero "
