@@ -88,7 +88,9 @@ class ComputedTorqueController(ProcessNode):
             return None
         level, message, values = self.core.diagnostics()
         action = "served" if trajectory_action.AVAILABLE else "off: control_msgs not installed"
-        values = {**values, "follow_joint_trajectory": action}
+        recording = self.recording  # (another thread may end it)
+        values = {**values, "follow_joint_trajectory": action,
+                  "teach_recording_states": -1 if recording is None else len(recording)}
         if self.clock.offset is not None:
             values["clock_offset_s"] = round(self.clock.offset, 3)
         return level, message, {**values, **self.scheduling.status,

@@ -5,15 +5,22 @@
 
 Without --replay: sets the controller's `mode` to teach (gravity and friction compensation,
 light damping, the limits on), starts ~/teach/record, records for S seconds (default: until
-Enter), stops it (the rosbag2 folder's path is printed), sets `mode` back to --mode, and plays
-the recording back. With --replay BAG: the playback alone. The playback is a
-FollowJointTrajectory goal (dyn_control.controller.teach.replay_points: smoothed, thinned, led in
-from where the arm is) on the controller's ~/follow_joint_trajectory, checked against the limits as
-any goal is. Exit code 0 when the goal succeeded, 1 when it did not, 2 when a step failed (a
-service that does not answer, a bad recording), with one line saying which.
+Enter), stops it (the rosbag2 folder's path is printed), and plays the recording back in
+--mode (default: the mode the controller was in, or computed_torque if that was not a joint
+mode). With --replay BAG: the playback alone. The playback is a FollowJointTrajectory goal
+(dyn_control.controller.teach.replay_points: smoothed, thinned, led in from where the arm is)
+on the controller's ~/follow_joint_trajectory, checked against the limits as any goal is.
+
+It leaves the arm as it found it: the arguments and the recording to replay are checked before
+any mode changes, and on every exit (the end, Enter, Ctrl-C or SIGTERM, an error) a recording
+under way is stopped and kept, and the mode that was in effect is set back; each step is said.
+Exit code 0 when the goal succeeded, 1 when it did not, 2 when a step failed (a bad argument, a
+service that does not answer, a bad recording), with one line saying which, 130 when
+interrupted.
 """
 
 import argparse
+import signal
 import sys
 import threading
 import time
@@ -21,6 +28,7 @@ import time
 import numpy as np
 
 from dyn_control.controller import teach
+from dyn_control.parameters import MODES
 from dyn_control.recording import state_names
 
 TIMEOUT = 10.0  # s for a service's answer
@@ -95,6 +103,17 @@ class TeachClient:
                                    f"{timeout:g} s (is it running?)")
             self.spin_for(0.1)
 
+    def get_mode(self):
+        """The controller's `mode` now; RuntimeError when it does not answer."""
+        from rcl_interfaces.srv import GetParameters
+        what = f"{self.controller}/get_parameters"
+        if not hasattr(self, "getter"):
+            self.getter = self.node.create_client(GetParameters, what)
+        self._ready(self.getter, what)
+        answer = self._wait(self.getter.call_async(GetParameters.Request(names=["mode"])),
+                            TIMEOUT, what)
+        return answer.values[0].string_value
+
     def set_mode(self, mode):
         """Set the controller's `mode`; RuntimeError with its reason when refused."""
         from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
@@ -168,8 +187,63 @@ class TeachClient:
         if not handle.accepted:
             return "REJECTED", "the action server rejected the goal", points
         limit = timeout if timeout is not None else 10 * points[-1][0] + 60
-        result = self._wait(handle.get_result_async(), limit, what).result
+        try:
+            result = self._wait(handle.get_result_async(), limit, what).result
+        except KeyboardInterrupt:  # the goal ends with us: the arm holds where it is
+            self._wait(handle.cancel_goal_async(), TIMEOUT, what)
+            raise
         return trajectory_action.code_name(result.error_code), result.error_string, points
+
+
+class Session:
+    """The teach tool's changes to one controller, each undone on leaving: the mode it found
+    (set back), a recording it started (stopped, its path said).
+    """
+
+    def __init__(self, client, say):
+        self.client, self.say = client, say
+        self.found = self.recording = None
+
+    def __enter__(self):
+        self.found = self.client.get_mode()
+        return self
+
+    def mode(self, mode):
+        if mode != self.client.get_mode():
+            self.client.set_mode(mode)
+            self.say(f"{self.client.controller} in mode {mode} (was {self.found})")
+
+    def record(self, on):
+        path = self.client.record(on)
+        self.recording = on
+        return path
+
+    def __exit__(self, *_):
+        try:  # each undo on its own: a failed stop must not keep the mode from coming back
+            if self.recording:
+                self.say(f"recording stopped and kept in {self.record(False)}")
+        finally:
+            if self.found is not None and self.client.get_mode() != self.found:
+                self.client.set_mode(self.found)
+                self.say(f"{self.client.controller} back in mode {self.found}")
+
+
+def check_arguments(args):
+    """One line naming a bad argument, or None: before anything changes on the controller."""
+    if args.mode is not None and args.mode not in MODES:
+        return f"--mode {args.mode!r} is not a joint mode (one of {', '.join(MODES)})"
+    if args.seconds is not None and not args.seconds > 0:
+        return f"--seconds must be over 0, got {args.seconds:g}"
+    if args.replay is not None:
+        try:
+            state_names(args.replay)
+        except (ValueError, OSError) as err:
+            return f"--replay: {err}"
+    return None
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the session's undo runs
 
 
 def main(argv=None):
@@ -179,40 +253,56 @@ def main(argv=None):
                              "__ns:=/NS unless it starts with /")
     parser.add_argument("--seconds", type=float, default=None,
                         help="how long to record (default: until Enter)")
-    parser.add_argument("--mode", default="computed_torque",
-                        help="the joint mode to play back in")
+    parser.add_argument("--mode", default=None,
+                        help="the joint mode to play back in (default: the controller's, or "
+                             "computed_torque)")
     parser.add_argument("--replay", default=None, help="play this recording back, only")
     args, ros_args = parser.parse_known_args(argv)
+    problem = check_arguments(args)
+    if problem:
+        print(f"teach: {problem}", file=sys.stderr)
+        return 2
+    # Ctrl-C and SIGTERM from here on reach the session, which undoes what it did (the entry
+    # point's handler ended the process at once, recording and in mode teach)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     import rclpy
-    rclpy.init(args=ros_args)
+    rclpy.init(args=ros_args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node("teach")
     client = TeachClient(node, args.controller)
+
+    def say(text):
+        print(f"teach: {text}", flush=True)
+
     try:
         client.wait_ready()
-        path = args.replay
-        if path is None:
-            client.set_mode("teach")
-            print(f"teach: {args.controller} in mode teach; move the arm", flush=True)
-            client.record(True)
-            if args.seconds is None:
-                waiting = threading.Thread(target=input, args=("teach: Enter stops the "
-                                                               "recording\n",), daemon=True)
-                waiting.start()
-                while waiting.is_alive():
-                    client.spin_for(0.1)
-            else:
-                client.spin_for(args.seconds)
-            path = client.record(False)
-            print(f"teach: recorded in {path}", flush=True)
-            client.set_mode(args.mode)
-        code, text, points = client.replay(path)
-        print(f"teach: replay of {len(points)} points over {points[-1][0]:.1f} s: {code}"
-              + (f": {text}" if text else ""), flush=True)
+        with Session(client, say) as session:
+            path = args.replay
+            if path is None:
+                session.mode("teach")
+                say("move the arm")
+                session.record(True)
+                if args.seconds is None:
+                    waiting = threading.Thread(target=input, args=("teach: Enter stops the "
+                                                                   "recording\n",), daemon=True)
+                    waiting.start()
+                    while waiting.is_alive():
+                        client.spin_for(0.1)
+                else:
+                    client.spin_for(args.seconds)
+                path = session.record(False)
+                say(f"recorded in {path}")
+            session.mode(args.mode or (session.found if session.found in MODES
+                                       else "computed_torque"))
+            code, text, points = client.replay(path)
+            say(f"replay of {len(points)} points over {points[-1][0]:.1f} s: {code}"
+                + (f": {text}" if text else ""))
         return 0 if code == "SUCCESSFUL" else 1
     except (RuntimeError, OSError) as err:
         print(f"teach: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("teach: interrupted", file=sys.stderr)
         return 130
     finally:
         node.destroy_node()
