@@ -86,22 +86,30 @@ def model_params(args):
     return params
 
 
-def check_arm(arm, tip=None, joints=None):
-    """Why make demo cannot run `arm` with TIP= and JOINTS=, in one line; None if it can.
-    The nodes would refuse the same URDF, each in its own log, after seconds of start-up.
+def arm_chain(arm, tip=None, joints=None):
+    """The chain make demo runs for `arm` (a name or a path), its own config file's tip_link
+    or joints unless TIP= or JOINTS= give them; URDFError (AmbiguousTip) or OSError as
+    load_chain raises them.
     """
     import warnings
 
-    from dyn_control.model.chain import AmbiguousTip, URDFError, load_chain, refused_limits
+    from dyn_control.model.chain import load_chain
     urdf, configs = processes.arm_files(arm)
     for path in configs:  # the arm's own file (config/dual_arm.yaml) names them for every node
         given = processes.node_parameters(path)  # what it gives every node
         tip, joints = tip or given.get("tip_link"), joints or ",".join(given.get("joints", []))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_chain(urdf, tip_link=tip or None, joints=joints.split(",") if joints else None)
+
+
+def check_arm(arm, tip=None, joints=None):
+    """Why make demo cannot run `arm` with TIP= and JOINTS=, in one line; None if it can.
+    The nodes would refuse the same URDF, each in its own log, after seconds of start-up.
+    """
+    from dyn_control.model.chain import AmbiguousTip, URDFError, refused_limits
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            chain = load_chain(urdf, tip_link=tip or None,
-                               joints=joints.split(",") if joints else None)
+        chain = arm_chain(arm, tip, joints)
     except AmbiguousTip as err:
         if len(err.ends) > 2:
             return (f"{len(err.ends)} limbs end at {err.ends}: a legged or many-limbed robot, "

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from . import processes
+from .demo import arm_chain, check_arm
 
 PUSH = 5.0  # N, sideways at the hand
 PUSHES = ((0.5, 1.3), (2.5, 3.2))  # s of simulated time after the recording starts
@@ -42,7 +43,6 @@ def teach_loop(arm, out, domain=None):
     import rclpy
     from geometry_msgs.msg import WrenchStamped
 
-    from dyn_control import load_chain
     from dyn_control.controller import teach
     from dyn_control.nodes import messages
     from dyn_control.nodes.teach import TeachClient
@@ -50,7 +50,7 @@ def teach_loop(arm, out, domain=None):
     out = pathlib.Path(out)
     log_dir = out / "logs" / f"teach_{processes.arm_name(arm)}"
     urdf, arm_configs = processes.arm_files(arm)
-    chain = load_chain(urdf)
+    chain = arm_chain(arm)  # a tree's joints from its own config file, as make demo's
     if domain is not None:
         os.environ["ROS_DOMAIN_ID"] = str(domain)
     common = {"urdf_file": str(urdf)}
@@ -150,6 +150,10 @@ def main(argv=None):
     parser.add_argument("--arm", default="default_arm")
     parser.add_argument("--out", default="out")
     args = parser.parse_args(argv)
+    problem = check_arm(args.arm)
+    if problem:  # as make demo says it, before anything starts
+        print(f"make teach: {problem}", file=sys.stderr)
+        return 1
     try:
         r = teach_loop(args.arm, args.out)
     except (RuntimeError, TimeoutError) as err:

@@ -70,3 +70,16 @@ def test_two_arms_takes_no_mode_and_no_tip_each_arm_has_its_own():
                              cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=120)
         assert out.returncode == 2 and out.stdout == "", out
         assert out.stderr.strip().splitlines() == [line]
+
+
+def test_make_teach_takes_a_trees_joints_from_its_config_and_refuses_in_one_line():
+    # make teach ARM=dual_arm was a traceback (AmbiguousTip: it loaded the URDF without the
+    # joints config/dual_arm.yaml names); an arm make demo refuses, make teach refuses alike
+    from harness.demo import arm_chain
+    chain = arm_chain("dual_arm")
+    assert chain.n == 15 and chain.joint_names[0] == "torso_lift_joint"
+    baxter = robots_dir() / "baxter_description/urdf/baxter.urdf"
+    out = subprocess.run([sys.executable, "-m", "harness.teach", "--arm", str(baxter)],
+                         cwd=PACKAGE_DIR, capture_output=True, text=True, timeout=120)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 1 and len(lines) == 1 and "choose one with TIP=LINK" in lines[0], out

@@ -67,6 +67,8 @@ def test_identify_on_a_simulated_real_arm(name, tmp_path):
     identified_chain = load_chain(identified_file)
     assert identified_chain.joint_names == chain.joint_names
     np.testing.assert_allclose(identified_chain.friction[:3], truth_chain.friction[:3], rtol=0.05)
+    # each run recorded beside its folder until it ended whole, then put in its place
+    assert not list(out.glob("*.partial"))
     for run_name in ("excitation", "validation"):
         t, q, _, effort = read_states(out / f"identify_{name}_{run_name}", chain.joint_names)
         assert t[-1] - t[0] >= 20.0 and np.ptp(q, axis=0).min() > 0.05

@@ -4,8 +4,10 @@ Waits for the controller's FollowJointTrajectory action and one /joint_states (t
 and end at rest there), plans an optimized Fourier excitation and a different validation run
 (dyn_control.identification.excitation), and sends each as a goal. While a goal runs, every
 /joint_states message goes as it came (serialized, as `ros2 bag record` stores it) into a rosbag2
-MCAP folder: out_dir/identify_<name>_excitation and _validation. Then it fits from those files
-alone (dyn_control.identification.offline) and writes out_dir/identified_<name>.urdf and the report.
+MCAP folder: out_dir/identify_<name>_excitation and _validation, each written as <folder>.partial
+until its run ends whole, so that Ctrl-C or a failed goal never replaces a good recording with
+a truncated one. Then it fits from those files alone (dyn_control.identification.offline) and
+writes out_dir/identified_<name>.urdf and the report.
 The outcome is on /diagnostics (status "identify": message "waiting", "excitation",
 "validation", "done" or the refusal; values the output paths and the validation errors) and
 in the exit code: 0 done, 2 a refused recording or goal.
@@ -34,6 +36,13 @@ from dyn_control.recording import BagWriter, read_states
 
 CONTROLLER = "computed_torque_controller"  # in this node's namespace
 RUNS = ("excitation", "validation")
+
+
+def partial(path):
+    """Where a run records until it ends whole: an interrupted or failed run leaves its states
+    there, and the recording of an earlier whole run at `path` as it was.
+    """
+    return path.with_name(path.name + ".partial")
 
 
 class Identifier(ProcessNode):
@@ -90,18 +99,22 @@ class Identifier(ProcessNode):
 
     def next_run(self):
         """Send the next run as a goal, recording; once both are recorded, fit."""
-        if self.bag is not None:
-            self.bag.close()
+        if self.bag is not None:  # the run just ended whole: its recording replaces an
+            self.bag.close()      # earlier call's
             self.bag = None
+            path = self.bags[RUNS[len(self.bags) - 1]]
+            if path.exists():
+                shutil.rmtree(path)
+            partial(path).rename(path)
         k = len(self.bags)
         if k == len(RUNS):
             return self.finish()
         path = self.out / f"identify_{self.name}_{RUNS[k]}"
-        if path.exists():  # a run of an earlier call: its recording is replaced
-            shutil.rmtree(path)
+        if partial(path).exists():
+            shutil.rmtree(partial(path))
         path.parent.mkdir(parents=True, exist_ok=True)
         self.bags[RUNS[k]] = path
-        self.bag = BagWriter(path)
+        self.bag = BagWriter(partial(path))
         trajectory, rate = self.plans[k], self.p.points_per_second
         msg = JointTrajectory(joint_names=self.chain.joint_names)
         duration = self.p.periods * trajectory.period
