@@ -40,6 +40,7 @@ STANDIN := $(wildcard test/standin_control_msgs/*.txt test/standin_control_msgs/
                       test/standin_control_msgs/msg/* test/standin_control_msgs/action/*)
 
 # the package's C entry points (dyn_control/_calls.c) need a C compiler: one line if there is none
+# the kernels are compiled here, into numba's cache, not at a node's first start (precompile.py)
 $(VENV)/.runtime: requirements.txt setup.py dyn_control/_calls.c
 	@command -v $${CC:-cc} > /dev/null || { echo "dyn_control's C entry points need a C" \
 	  "compiler: '$${CC:-cc}' not found (Debian/Ubuntu: apt-get install build-essential;" \
@@ -48,6 +49,7 @@ $(VENV)/.runtime: requirements.txt setup.py dyn_control/_calls.c
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m dyn_control.precompile
 	touch $@
 
 $(VENV)/.test: $(VENV)/.runtime requirements-test.txt requirements-identify.txt requirements-view.txt

@@ -54,6 +54,11 @@ def test_colcon_build_installs_executables_and_share_files(tmp_path):
     assert (share / "package.xml").is_file()
     index = install / "share" / "ament_index" / "resource_index"
     assert (index / "packages" / "dyn_control").is_file()
+    # the build compiled the kernels beside the installed package (dyn_control.precompile):
+    # no node's first start compiles them
+    site = next((install / "lib").glob("python*/site-packages/dyn_control"))
+    assert [p.name for p in site.glob("__pycache__/dyn_control-kernels-*/complete")] == \
+        ["complete"], build.stdout[-2000:]
 
 
 def test_launch_files_define_launch_descriptions_from_the_shared_config():

@@ -37,24 +37,54 @@ def _writable(folder):
     return os.access(folder, os.W_OK)
 
 
-def configure():
-    """Point numba's cache at this source's folder, and remove the folders of other sources
-    next to it. Returns the folder (None without numba).
+def folder():
+    """This source's cache folder (None without numba): under NUMBA_CACHE_DIR when the user
+    set one, else the package's __pycache__, else the user's cache folder.
     """
     try:
         from numba import config
     except ImportError:
         return None
-    if config.CACHE_DIR:
+    if config.CACHE_DIR and not pathlib.Path(config.CACHE_DIR).name.startswith(PREFIX):
         base = pathlib.Path(config.CACHE_DIR)
+    elif config.CACHE_DIR:  # configured already: this folder
+        return pathlib.Path(config.CACHE_DIR)
     else:
         base = PACKAGE / "__pycache__"
         if not _writable(base):
             xdg = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
             base = pathlib.Path(xdg) / "dyn_control"
-    folder = base / (PREFIX + source_key())
-    for stale in base.glob(PREFIX + "*"):
-        if stale != folder:  # another version's: nothing of this source can use it
+    return base / (PREFIX + source_key())
+
+
+def configure():
+    """Point numba's cache at this source's folder, and remove the folders of other sources
+    next to it. Returns the folder (None without numba).
+    """
+    here = folder()
+    if here is None:
+        return None
+    from numba import config
+    for stale in here.parent.glob(PREFIX + "*"):
+        if stale != here:  # another version's: nothing of this source can use it
             shutil.rmtree(stale, ignore_errors=True)
-    config.CACHE_DIR = str(folder)
-    return folder
+    config.CACHE_DIR = str(here)
+    return here
+
+
+COMPLETE = "complete"  # the marker dyn_control.precompile leaves in a folder it filled
+
+
+def complete():
+    """Whether dyn_control.precompile filled this source's folder (no numba: nothing to do)."""
+    here = folder()
+    return here is None or (here / COMPLETE).is_file()
+
+
+def mark_complete():
+    """Mark this source's folder filled (dyn_control.precompile, once it ran) -> the folder."""
+    here = configure()
+    if here is not None:
+        here.mkdir(parents=True, exist_ok=True)
+        (here / COMPLETE).write_text("every kernel of the nodes' start-up is in this folder\n")
+    return here

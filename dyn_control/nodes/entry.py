@@ -17,6 +17,12 @@ def _run(module, name):
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, exit_at_once)
+    from dyn_control.kernels import cache
+    if not cache.complete():  # said before the import, which already compiles the C entries
+        print(f"[{name}] compiling the kernels before it starts: this source's kernel cache is "
+              "not filled (python -m dyn_control.precompile fills it; make and colcon build run "
+              "it); about 1.5 min on 2 idle cores, longer beside a load", file=sys.stderr,
+              flush=True)
     return importlib.import_module(f"dyn_control.nodes.{module}").main()
 
 
