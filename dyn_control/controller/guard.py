@@ -87,7 +87,7 @@ class Guard:
         """The walls were configured with the arm at q, at state time t, and contain the hand
         (the core refused them otherwise): a hand inside their margin gets it back gently.
         """
-        self._recover_from(t, q)
+        self._recover_from(t, q, joints=False)
 
     @property
     def enabled(self):
@@ -114,19 +114,20 @@ class Guard:
         self._recover_from(t, q)
         return None if not np.any(inside < full) else self.outside(q)
 
-    def _recover_from(self, t, q):
-        """Margins that q is inside (a joint's, a hand's walls') grow from where q is to the
-        whole over barriers.RECOVERY_TIME.
+    def _recover_from(self, t, q, joints=True):
+        """Margins that q is inside (a hand's walls', and with `joints` a joint's) grow from
+        where q is to the whole over barriers.RECOVERY_TIME.
         """
-        joints = np.clip(barriers.room(q, self.lower, self.upper), 0.0,
-                         self.settings.position_margin)
+        full = self.settings.position_margin
+        joints = (np.clip(barriers.room(q, self.lower, self.upper), 0.0, full) if joints
+                  else np.broadcast_to(full, self.margin.shape).astype(float))
         wall = self.settings.workspace_margin
         if self.walls and self.walls_refused is None:
             wall = float(np.clip(self.wall_rooms(q).min(), 0.0, wall))
             if wall < self.settings.workspace_margin:
                 self.say("warning", f"the hand starts {wall:.4g} m from a wall, inside its "
                                     f"margin: pushed back over {barriers.RECOVERY_TIME:g} s")
-        if np.any(joints < self.settings.position_margin) or wall < self.settings.workspace_margin:
+        if np.any(joints < full) or wall < self.settings.workspace_margin:
             self.recovering = (t, joints, wall)
             self._recover(t)
 
