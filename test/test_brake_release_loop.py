@@ -64,6 +64,7 @@ class Watch:
 
     def close(self):
         self.executor.shutdown()
+        self.thread.join(5.0)  # its spin ends before the node and the context go
         self.node.destroy_node()
 
 

@@ -45,6 +45,15 @@ def loop(tmp_path_factory):
         assert codes == {"dynamics_simulator": 0, "computed_torque_controller": 0}, codes
 
 
+@pytest.fixture
+def found(loop):
+    """The controller in START_MODE when a test begins, whatever the test before left."""
+    client, folder = loop
+    if client.get_mode() != START_MODE:
+        client.set_mode(START_MODE)
+    return client, folder
+
+
 def teach(*args):
     return subprocess.Popen([executable("teach"), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
@@ -71,8 +80,8 @@ def recording_states(client):
     (["--seconds", "0"], "--seconds must be over 0"),
     (["--replay", "/nowhere/bag"], "--replay: "),
 ])
-def test_a_bad_argument_is_refused_before_the_mode_changes(loop, args, named):
-    client, _ = loop
+def test_a_bad_argument_is_refused_before_the_mode_changes(found, args, named):
+    client, _ = found
     tool = teach(*args)
     seen = set()
     while tool.poll() is None:  # the mode, all along
@@ -83,8 +92,8 @@ def test_a_bad_argument_is_refused_before_the_mode_changes(loop, args, named):
 
 
 @pytest.mark.parametrize("sig", (signal.SIGINT, signal.SIGTERM))
-def test_interrupted_while_recording_it_keeps_the_recording_and_sets_the_mode_back(loop, sig):
-    client, folder = loop
+def test_interrupted_while_recording_it_keeps_the_recording_and_sets_the_mode_back(found, sig):
+    client, folder = found
     before = set(folder.glob("*")) if folder.exists() else set()
     tool = teach("--seconds", "600")
     deadline = time.monotonic() + 120
@@ -103,8 +112,8 @@ def test_interrupted_while_recording_it_keeps_the_recording_and_sets_the_mode_ba
     assert state_names(kept.pop()) == list(DEFAULT_JOINTS)  # a readable recording of the arm
 
 
-def test_a_whole_run_plays_back_and_ends_in_the_mode_it_found(loop):
-    client, _ = loop
+def test_a_whole_run_plays_back_and_ends_in_the_mode_it_found(found):
+    client, _ = found
     tool = teach("--seconds", "1.0")
     code, out, err = finish(tool, timeout=300.0)
     assert code == 0, out + err

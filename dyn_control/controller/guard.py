@@ -75,7 +75,7 @@ class Guard:
         rooms = self.wall_rooms(q)
         found = {}
         for k, link in enumerate(self.ee_links):
-            R, p = kinematics.frame_pose(self.model, q, link)
+            _, p = kinematics.frame_pose(self.model, q, link)
             v = kinematics.frame_jacobian(self.model, q, link)[:3] @ qd
             barriers.wall_force(p, v, s.workspace_min[k], s.workspace_max[k],
                                 self.stage.values[WALL_MARGIN], s.workspace_stiffness,
@@ -151,6 +151,8 @@ class Guard:
         self.stage.values[WALL_MARGIN] = wall + share * (s.workspace_margin - wall)
         if share >= 1.0:
             self.recovering = None
+            self.margin[:] = s.position_margin  # exactly, not start + (full - start)
+            self.stage.values[WALL_MARGIN] = s.workspace_margin
 
     def before(self, t):
         """A tick at state time t is coming: a joint getting its margin back gets it."""

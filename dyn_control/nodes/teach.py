@@ -32,6 +32,13 @@ from dyn_control.parameters import MODES
 from dyn_control.recording import state_names
 
 TIMEOUT = 10.0  # s for a service's answer
+INTERRUPTED = threading.Event()  # set by Ctrl-C or SIGTERM (main's handler)
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM came: raised from a spin of the teach tool's own, never from inside
+    rclpy, so that the undoing after it can still call the controller.
+    """
 
 
 class TeachClient:
@@ -58,6 +65,7 @@ class TeachClient:
                                     f"{self.controller}/follow_joint_trajectory")
                        if trajectory_action.AVAILABLE else None)
         self.latest, self.kept, self.keep, self.status = None, [], False, {}
+        self.interruptible = True  # a signal (INTERRUPTED) ends the next spin
 
         def on_state(msg):
             t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
@@ -78,8 +86,9 @@ class TeachClient:
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
 
     def _wait(self, future, timeout, what):
-        import rclpy
-        rclpy.spin_until_future_complete(self.node, future, timeout_sec=timeout)
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            self.spin_for(0.05)
         if not future.done():
             raise RuntimeError(f"no answer from {what} within {timeout:g} s")
         return future.result()
@@ -140,10 +149,17 @@ class TeachClient:
         return answer.message
 
     def spin_for(self, seconds):
+        """Spin the node for `seconds`; Interrupted between two spins once a signal came
+        (INTERRUPTED), never inside rclpy's wait: raised there, it left the next service call
+        unanswered (seen under load, after SIGTERM).
+        """
         import rclpy
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            rclpy.spin_once(self.node, timeout_sec=min(0.05, end - time.monotonic()))
+            rclpy.spin_once(self.node, timeout_sec=max(min(0.05, end - time.monotonic()), 0.0))
+            if INTERRUPTED.is_set() and self.interruptible:
+                INTERRUPTED.clear()
+                raise Interrupted()
 
     def position(self, names, timeout=TIMEOUT):
         """The latest measured positions of `names`; RuntimeError when no state came."""
@@ -189,7 +205,8 @@ class TeachClient:
         limit = timeout if timeout is not None else 10 * points[-1][0] + 60
         try:
             result = self._wait(handle.get_result_async(), limit, what).result
-        except KeyboardInterrupt:  # the goal ends with us: the arm holds where it is
+        except Interrupted:  # the goal ends with us: the arm holds where it is
+            self.interruptible = False
             self._wait(handle.cancel_goal_async(), TIMEOUT, what)
             raise
         return trajectory_action.code_name(result.error_code), result.error_string, points
@@ -219,6 +236,7 @@ class Session:
         return path
 
     def __exit__(self, *_):
+        self.client.interruptible = False  # a second signal does not cut the undoing short
         try:  # each undo on its own: a failed stop must not keep the mode from coming back
             if self.recording:
                 self.say(f"recording stopped and kept in {self.record(False)}")
@@ -243,7 +261,7 @@ def check_arguments(args):
 
 
 def _interrupt(*_):
-    raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the session's undo runs
+    INTERRUPTED.set()  # the next spin raises Interrupted: the session's undo runs
 
 
 def main(argv=None):
@@ -264,8 +282,8 @@ def main(argv=None):
         return 2
     # Ctrl-C and SIGTERM from here on reach the session, which undoes what it did (the entry
     # point's handler ended the process at once, recording and in mode teach)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _interrupt)
     import rclpy
     rclpy.init(args=ros_args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node("teach")
@@ -301,7 +319,7 @@ def main(argv=None):
     except (RuntimeError, OSError) as err:
         print(f"teach: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (Interrupted, KeyboardInterrupt):
         print("teach: interrupted", file=sys.stderr)
         return 130
     finally:
