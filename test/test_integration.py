@@ -51,7 +51,11 @@ def test_controller_started_first_waits_without_output(run):
 def test_real_time_loop_converges(run):
     rms, _ = tracking_figures(run)
     assert np.all(rms < 2e-3), rms
-    assert run["t"][-1] > 5.9
+    # it ran to the trajectory's end: closed_loop raises unless the recorder heard a tick at or
+    # after it. How much of the last stretch the recorder heard is the test process's share of
+    # the machine, not the loop's (beside busy-machine.sh it missed the last 0.16 s once, and
+    # `t[-1] > 5.9` here failed on a loop that had run on)
+    assert run["t"].size > 10
 
 
 def test_every_process_exits_0_on_sigint(run):
