@@ -79,6 +79,11 @@ def closed_loop(arm="default_arm", duration=10.0, mode=None, log_dir="out", doma
         # (up to 6 s seen, on an idle machine too), and a volatile topic replays nothing missed
         _wait_for(lambda: _latest(recorder) > -np.inf, nodes, timeout,
                   "the recorder heard no tick on both ~/error and ~/reference")
+        # and the controller's /diagnostics, which says when the trajectory started: its writer
+        # can match later than the ticks' (a 2 s goal once ended, in the suite on a quiet
+        # machine, before the recorder had heard the controller there at all)
+        _wait_for(lambda: node_status(recorder, CONTROLLER_NODE), nodes, timeout,
+                  "the recorder heard nothing of the controller on /diagnostics")
         nodes.start(
             "trajectory_demo", [processes.config("demo"), *arm_configs], demo_params,
             remaps=moved, log_dir=log_dir, env=env)
