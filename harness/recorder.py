@@ -36,6 +36,7 @@ class Recorder(BackgroundNode):
         self.poses = {"current_pose": [], "target_pose": []}  # (t, p (3,), quaternion (4,))
         self.joint_names = None
         self.diagnostics = {}  # node name -> {key: value} of its latest status
+        self.diagnostics_stamp = {}  # node name -> its latest status's stamp (s, its clock)
 
         def keep(store, with_names=False):
             def callback(msg):
@@ -78,8 +79,10 @@ class Recorder(BackgroundNode):
         def diagnostics(msg):
             found = {name[len(prefix):] if prefix and name.startswith(prefix) else name: values
                      for name, values in read_diagnostics(msg).items()}
+            stamp = messages.to_seconds(msg.header.stamp)
             with self.lock:
                 self.diagnostics.update(found)
+                self.diagnostics_stamp.update(dict.fromkeys(found, stamp))
 
         self.create_subscription(DiagnosticArray, "/diagnostics", diagnostics, 10)
         self.start()
