@@ -9,7 +9,6 @@ velocity fault before the first command held gravity: test_brake_release has the
 sweep), and the controller reports no velocity fault, no contact and no collision.
 """
 
-import threading
 import time
 
 import numpy as np
@@ -22,22 +21,20 @@ from test_brake_release import HEAVY, HEAVY_START, STILL  # noqa: E402
 
 from dyn_control.nodes.diagnostics import read_diagnostics  # noqa: E402
 from harness import processes  # noqa: E402
+from harness.background import BackgroundNode  # noqa: E402
 
 DOMAIN = 155
 
 
-class Watch:
+class Watch(BackgroundNode):
     """/joint_states (t, q, effort) and the controller's latest /diagnostics values."""
 
     def __init__(self):
-        self.node = rclpy.create_node("brake_release_watch")
-        self.lock, self.states, self.status = threading.Lock(), [], {}
-        self.node.create_subscription(JointState, "/joint_states", self.on_state, 100)
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
-        self.executor = rclpy.executors.SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        super().__init__("brake_release_watch")
+        self.states, self.status = [], {}
+        self.create_subscription(JointState, "/joint_states", self.on_state, 100)
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, 10)
+        self.start()
 
     def on_state(self, msg):
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
@@ -61,11 +58,6 @@ class Watch:
                 return states[moving[0]:]
             time.sleep(0.1)
         raise AssertionError(f"no {seconds} s of states after a release within {timeout} s")
-
-    def close(self):
-        self.executor.shutdown()
-        self.thread.join(5.0)  # its spin ends before the node and the context go
-        self.node.destroy_node()
 
 
 @pytest.mark.parametrize("mode", ("computed_torque", "cartesian_impedance", "teach"))
