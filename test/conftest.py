@@ -8,7 +8,7 @@ identification), is marked `slow`.
 `make test-fast` runs the others (`pytest -m "not processes and not slow"`), the library and
 the cores, for iteration; `make test` runs them all, on two workers, then the tests marked
 `alone` by themselves: loops on wall time at 1 kHz whose outcome another test's loop beside
-them changes (the topic-based hardware's four processes).
+them changes (the topic-based hardware's four processes, the free-running loop beside a hog).
 
 The reference libraries (pinocchio, example-robot-data, scipy, hypothesis) are test-only
 dependencies; `make test` installs them. Where one is missing a test is skipped with the reason,
