@@ -63,7 +63,10 @@ def test_the_circle_is_followed_holding_the_orientation(run):
 
 
 def test_every_process_ends_cleanly(run):
-    assert set(run["exit_codes"].values()) == {0}, run["exit_codes"]
+    # (each log's end with the codes: beside busy-machine.sh one process ended 1, unexplained)
+    assert set(run["exit_codes"].values()) == {0}, (
+        run["exit_codes"], {name: log[-1500:] for name, log in run["logs"].items()
+                            if run["exit_codes"].get(name) != 0})
     logs = "".join(run["logs"].values())
     for bad in ("Traceback", "refused", "can oscillate"):
         assert bad not in logs, bad
