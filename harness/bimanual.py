@@ -101,6 +101,9 @@ def _client(hands, lift_joint, urdf_text=None):
     return Client()
 
 
+LIFT_STEP = 0.002  # m of posture a publish, at most (a quiet run's 20 ms of the lift)
+
+
 def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="torso_lift_joint",
                   lift=0.1, lift_time=2.0, force=(10.0, 0.0, 5.0), settle=2.0, push_time=3.0,
                   timeout=90.0, bag=None):
@@ -142,10 +145,23 @@ def bimanual_loop(arm="dual_arm", log_dir="out", domain_id=None, lift_joint="tor
         client.wait_sim(settle)
         phases["lift"], start = client.now()
 
+        sent = [start]
+
         def lifting(t):
+            # the posture moves at most LIFT_STEP a publish: a client the machine starves
+            # publishes seldom, and its posture jumped 5 mm and more, which made the hands
+            # stray 1.4 mm beside busy-machine.sh (0.16 mm quiet, at under 2 mm a publish);
+            # a starved client now lifts as smoothly, only later
             s = min(t / lift_time, 1.0)
-            client.set_lift(start + lift * (10 * s**3 - 15 * s**4 + 6 * s**5))
-        client.wait_sim(lift_time + settle, lifting)
+            goal = start + lift * (10 * s**3 - 15 * s**4 + 6 * s**5)
+            sent[0] = float(np.clip(goal, sent[0] - LIFT_STEP, sent[0] + LIFT_STEP))
+            client.set_lift(sent[0])
+        client.wait_sim(lift_time, lifting)
+        deadline = time.monotonic() + timeout
+        while sent[0] != start + lift and time.monotonic() < deadline:
+            lifting(lift_time)
+            time.sleep(0.02)
+        client.wait_sim(settle)
         phases["lift_end"] = phases["push"] = client.now()[0]
         client.push(hands[0], force)
         client.wait_sim(push_time)
