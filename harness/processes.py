@@ -63,6 +63,14 @@ def executable(name) -> str:
 QUICK_DISCOVERY = pathlib.Path(__file__).resolve().parent / "fastdds_discovery.xml"
 
 
+# This process's own participants (the recorders, the pacers, the demo's clients) on the nodes'
+# transport too: beside busy-machine.sh a starved harness process on Fast DDS's default
+# transports stopped hearing the controller for good (its /diagnostics last heard at tick 4703
+# of 94318, the reset's answer lost) while a listener in a process of its own heard it all
+# along; on UDPv4 it heard both, in each of 4 runs (docs/failure_modes.md, "DDS transport").
+os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+
+
 def loop_env(env=None):
     """env (default os.environ) with Fast DDS on UDP loopback unless the caller chose transports,
     and QUICK_DISCOVERY unless the caller chose a profile file.

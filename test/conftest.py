@@ -30,6 +30,8 @@ SUPPORT_DIR = PACKAGE_DIR / "test" / "support"  # the tests' helpers and helper 
 sys.path.insert(0, str(SUPPORT_DIR))
 # every ROS participant of the suite, this process's and the nodes' it starts, finds the others
 # in a quarter of a second, not up to three (harness/fastdds_discovery.xml)
+# and this process's participants on the nodes' transport (harness/processes.py says why)
+os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
 os.environ.setdefault("FASTDDS_DEFAULT_PROFILES_FILE",
                       str(PACKAGE_DIR / "harness" / "fastdds_discovery.xml"))
 URDF_DIR = PACKAGE_DIR / "urdf"
