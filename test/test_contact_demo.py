@@ -19,7 +19,7 @@ ARMS = {"default_arm": ([], "78"),
 def test_make_demo_mode_contact(name, tmp_path, monkeypatch):
     """make demo MODE=contact end to end on our arm and on two real arms' own files (the UR5,
     the Panda with its hand), whatever the load, read from the run's JSON report: a collision
-    latched and the reset taken (the controller's /diagnostics), every process stopped with 0
+    latched and the reset taken (its answer, or /diagnostics), every process stopped with 0
     (the exit code), the plot written under the arm's name; and where the recording caught the
     push, the estimate against its reference, the simulator's true joint torques through the
     observer's first-order filter, within 1 % of the largest (0.17 % on the UR5 in a loaded suite).
@@ -37,11 +37,13 @@ def test_make_demo_mode_contact(name, tmp_path, monkeypatch):
     assert demo.main(["--mode", "contact", "--out", str(tmp_path), *args]) == 0
     arm = "default_arm" if not args else args[1].split("/")[-1].split(".")[0]
     report = json.loads((tmp_path / f"demo_{arm}_contact.json").read_text())
-    # the reset taken, as the controller's /diagnostics says after the call; its answer, where
-    # it came (beside busy-machine.sh the controller took the reset and no answer came in 30 s)
-    assert report["reset_cleared"] and report["collisions"] >= 1, report
+    # the reset taken: its answer says it cleared a collision, or, where no answer came (beside
+    # busy-machine.sh the controller took the reset and no answer came in 30 s), the
+    # controller's /diagnostics after the call says so, with a collision counted
     if report["reset"] is not None:
         assert report["reset"][0] is True and report["reset"][1].startswith("cleared: collision")
+    else:
+        assert report["reset_cleared"] and report["collisions"] >= 1, report
     assert set(report["exit_codes"].values()) == {0}, report
     if "missed" not in report:  # a loaded machine's recorder can miss a phase
         assert report["filtered_truth_gap_percent"] < 1.0, report
