@@ -236,7 +236,8 @@ def _started(recorder):
         if "result" not in demo:
             return False
         with recorder.lock:
-            ended.append(recorder.diagnostics_stamp["trajectory_demo"])
+            if not ended:
+                ended.append(recorder.diagnostics_stamp["trajectory_demo"])
             heard = recorder.diagnostics_stamp.get(CONTROLLER_NODE, -np.inf)
         if heard < ended[0]:
             return False
